@@ -1,0 +1,250 @@
+"""The .nx abstract syntax tree: typed dataclasses, a position on every node.
+
+Built by nxc/parse.py. The checker (nxc/check.py) fills in the `ty` of each
+expression and the `sym` of each name; the backends read the result and
+never change it. `NodeVisitor` dispatches on the class name (pycparser's
+`visit_<ClassName>`), so each pass is one class with one method per node kind.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from .diagnostics import Pos
+
+
+@dataclass(eq=False)
+class Node:
+    pos: Pos
+
+
+# ---- types as written in the source ----
+@dataclass(eq=False)
+class TypeName(Node):
+    name: str
+
+
+@dataclass(eq=False)
+class TypePointer(Node):
+    target: "TypeExpr"
+
+
+TypeExpr = Any  # TypeName | TypePointer
+
+
+# ---- expressions ----
+@dataclass(eq=False)
+class Expr(Node):
+    # Filled in by the checker: the resolved type (nxc.types.Type), and the
+    # value when the expression is a compile-time constant (backends then
+    # emit the number itself).
+    ty: Any = field(default=None, init=False, repr=False)
+    const: Any = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class IntLit(Expr):
+    value: int
+    text: str = ""
+
+
+@dataclass(eq=False)
+class BoolLit(Expr):
+    value: bool
+
+
+@dataclass(eq=False)
+class Name(Expr):
+    ident: str
+    # Filled in by the checker: the Symbol this name refers to.
+    sym: Any = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class Unary(Expr):
+    op: str        # "-" "!" "~" "*" "&"
+    operand: Expr
+
+
+@dataclass(eq=False)
+class Binary(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+
+@dataclass(eq=False)
+class Cast(Expr):
+    expr: Expr
+    target: TypeExpr
+
+
+@dataclass(eq=False)
+class Call(Expr):
+    func: Expr
+    args: list[Expr]
+
+
+@dataclass(eq=False)
+class Index(Expr):
+    base: Expr
+    index: Expr
+
+
+@dataclass(eq=False)
+class FieldAccess(Expr):
+    base: Expr
+    name: str
+    name_pos: Pos = None  # where the field name is, for "no field" errors
+    # Filled in by the checker: True when `base` is a pointer (p.f == (*p).f).
+    through_pointer: bool = field(default=False, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class SizeOf(Expr):
+    target: TypeExpr
+
+
+# ---- statements ----
+@dataclass(eq=False)
+class Stmt(Node):
+    pass
+
+
+@dataclass(eq=False)
+class Block(Stmt):
+    stmts: list[Stmt]
+    end_pos: Optional[Pos] = None
+
+
+@dataclass(eq=False)
+class VarDecl(Stmt):
+    name: str
+    type_expr: Optional[TypeExpr]
+    value: Expr
+    mutable: bool       # var (True) or let (False)
+    sym: Any = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    target: Expr
+    op: str             # "=" or "+=" ...
+    value: Expr
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then: Block
+    orelse: Optional[Stmt]   # Block | If | None
+
+
+@dataclass(eq=False)
+class While(Stmt):
+    cond: Expr
+    body: Block
+
+
+@dataclass(eq=False)
+class Break(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Continue(Stmt):
+    pass
+
+
+@dataclass(eq=False)
+class Return(Stmt):
+    value: Optional[Expr]
+    # Filled in by the checker for the root module's gate: an index into the
+    # program's list of gate returns, so a runner can say which one fired.
+    site: Optional[int] = field(default=None, init=False, repr=False)
+
+
+@dataclass(eq=False)
+class ExprStmt(Stmt):
+    expr: Expr
+
+
+# ---- top-level declarations ----
+@dataclass(eq=False)
+class Import(Node):
+    path: str
+
+
+@dataclass(eq=False)
+class ConstDecl(Node):
+    name: str
+    type_expr: Optional[TypeExpr]
+    value: Expr
+
+
+@dataclass(eq=False)
+class TypeAlias(Node):
+    name: str
+    target: TypeExpr
+
+
+@dataclass(eq=False)
+class FieldDecl(Node):
+    name: str
+    type_expr: TypeExpr
+
+
+@dataclass(eq=False)
+class StructDecl(Node):
+    name: str
+    fields: list[FieldDecl]
+
+
+@dataclass(eq=False)
+class Param(Node):
+    name: str
+    type_expr: TypeExpr
+
+
+@dataclass(eq=False)
+class FuncDecl(Node):
+    name: str
+    params: list[Param]
+    ret: Optional[TypeExpr]
+    body: Optional[Block]      # None for `extern func`
+
+    @property
+    def is_extern(self) -> bool:
+        return self.body is None
+
+
+@dataclass(eq=False)
+class GlobalDecl(Node):
+    name: str
+    type_expr: TypeExpr
+    value: Expr
+
+
+@dataclass(eq=False)
+class Module(Node):
+    """One parsed .nx file."""
+    source: Any                  # diagnostics.SourceFile
+    items: list[Node]
+    header: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def imports(self) -> list[Import]:
+        return [i for i in self.items if isinstance(i, Import)]
+
+
+class NodeVisitor:
+    """Dispatch `visit(node)` to `visit_<ClassName>`, else `generic_visit`."""
+
+    def visit(self, node, *args):
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            return self.generic_visit(node, *args)
+        return method(node, *args)
+
+    def generic_visit(self, node, *args):
+        raise NotImplementedError(f"{type(self).__name__} has no visit_{type(node).__name__}")

@@ -1,0 +1,205 @@
+"""The `nxc` command line: check, run, emit-c, emit-py, test, cache.
+
+Every mistake in the user's .nx code or command line ends here as a message
+and a non-zero exit status, never as a Python traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from . import __version__
+from .diagnostics import CompileError, Diagnostics
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default exits 2 with usage: keep that, say it plainly
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"nxc: error: {message}\n")
+
+
+def _add_include(p):
+    p.add_argument("-I", dest="include", action="append", default=[], metavar="DIR",
+                   help="also look for imported modules in DIR (before NXPATH and the bundled nx_src/)")
+
+
+def _add_warn(p):
+    p.add_argument("-w", "--no-warn", action="store_true", help="do not print warnings")
+
+
+def _add_build(p):
+    p.add_argument("--opt", default="2", choices=["0", "2", "native"],
+                   help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
+    p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="nxc", description="Toolchain for Nishi .nx modules: check, compile and run their gates.",
+                epilog="Run 'nxc COMMAND --help' for a command's options.")
+    p.add_argument("--version", action="version", version=f"nxc {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    c = sub.add_parser("check", help="parse and check modules, report every error",
+                       description="Parse and type-check each FILE and everything it imports.")
+    c.add_argument("files", nargs="+", metavar="FILE")
+    _add_include(c)
+    _add_warn(c)
+
+    r = sub.add_parser("run", help="compile a module and run its gate (func main() -> i64)",
+                       description="Compile FILE and run its gate. The exit status is the gate's value "
+                                   "(1 when it is outside 1..255); a failing gate prints the return that produced it.")
+    r.add_argument("file", metavar="FILE")
+    r.add_argument("--backend", default="c", choices=["c", "py", "both"],
+                   help="c (default), py (checked memory), or both (fails unless they agree)")
+    r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="stop the gate after SECONDS (default 60)")
+    r.add_argument("-v", "--verbose", action="store_true", help="say how long each step took")
+    _add_include(r)
+    _add_warn(r)
+    _add_build(r)
+
+    for name, what in (("emit-c", "C"), ("emit-py", "Python")):
+        e = sub.add_parser(name, help=f"print the {what} generated for a module",
+                           description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
+        e.add_argument("file", metavar="FILE")
+        e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+        _add_include(e)
+        _add_warn(e)
+
+    ca = sub.add_parser("cache", help="show or clear the build cache",
+                        description="Inspect (info) or empty (clear) the build cache (NXC_CACHE_DIR).")
+    ca.add_argument("action", choices=["info", "clear"])
+    return p
+
+
+def _print_warnings(diags: Diagnostics, quiet: bool) -> None:
+    if quiet:
+        return
+    for d in diags.warnings:
+        print(d.render(), file=sys.stderr)
+
+
+def _front(path: str, args) -> tuple[object, Diagnostics]:
+    from .frontend import check_file
+    diags = Diagnostics(warnings=not getattr(args, "no_warn", False))
+    program = check_file(path, args.include, diags)
+    _print_warnings(diags, args.no_warn)
+    return program, diags
+
+
+def _report_compile_error(exc: CompileError) -> int:
+    for d in exc.diagnostics:
+        print(d.render(), file=sys.stderr)
+    n = len(exc.diagnostics)
+    print(f"nxc: {n} error{'s' if n != 1 else ''}", file=sys.stderr)
+    return EXIT_FAIL
+
+
+def cmd_check(args) -> int:
+    status = EXIT_OK
+    for path in args.files:
+        try:
+            _front(path, args)
+        except CompileError as exc:
+            _report_compile_error(exc)
+            status = EXIT_FAIL
+    return status
+
+
+def cmd_emit(args) -> int:
+    try:
+        program, _ = _front(args.file, args)
+    except CompileError as exc:
+        return _report_compile_error(exc)
+    if args.command == "emit-c":
+        from .emit_c import emit_c
+        text = emit_c(program).text
+    else:
+        from .emit_py import emit_py
+        text = emit_py(program).text
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_run(args) -> int:
+    from .run import describe_failure, execute
+    if args.timeout <= 0:
+        print("nxc: error: --timeout must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    t0 = time.perf_counter()
+    try:
+        program, _ = _front(args.file, args)
+    except CompileError as exc:
+        return _report_compile_error(exc)
+    t1 = time.perf_counter()
+    if program.entry is None:
+        print(f"nxc: error: {args.file} has no gate: declare 'func main() -> i64' to run it", file=sys.stderr)
+        return EXIT_FAIL
+    outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
+                       timeout=args.timeout, verbose=args.verbose)
+    if args.verbose:
+        print(f"nxc: front end {1000 * (t1 - t0):.1f} ms", file=sys.stderr)
+    first = outcomes[0]
+    if len(outcomes) == 2 and (outcomes[0].status, outcomes[0].value) != (outcomes[1].status, outcomes[1].value):
+        print("MISMATCH between backends: " + "; ".join(
+            f"{o.backend}: {o.status} {o.value if o.value is not None else o.message}" for o in outcomes),
+            file=sys.stderr)
+        return EXIT_FAIL
+    if first.status == "PASS":
+        if args.verbose:
+            print(f"PASS {args.file}", file=sys.stderr)
+        return EXIT_OK
+    if first.status == "FAIL":
+        print(describe_failure(first), file=sys.stderr)
+        v = first.value
+        if not 1 <= v <= 255:
+            print(f"nxc: the gate's value {v} does not fit an exit status; exiting with 1", file=sys.stderr)
+            return EXIT_FAIL
+        return v
+    print(f"{first.status}: {first.message}" if first.status != "CRASH" else f"CRASH ({first.message})",
+          file=sys.stderr)
+    return EXIT_FAIL
+
+
+def cmd_cache(args) -> int:
+    from .build_c import cache_clear, cache_info
+    if args.action == "info":
+        info = cache_info()
+        print(f"cache: {info['path']}\nentries: {info['entries']}\nsize: {info['bytes'] / 1e6:.1f} MB")
+    else:
+        n = cache_clear()
+        print(f"removed {n} cached build{'s' if n != 1 else ''}")
+    return EXIT_OK
+
+
+COMMANDS = {"check": cmd_check, "run": cmd_run, "emit-c": cmd_emit, "emit-py": cmd_emit, "cache": cmd_cache}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if args.command == "test":
+        from .runner import main as test_main
+        return test_main(args)
+    try:
+        return COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print("nxc: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""The runtime's extern table (runtime/nx_externs.py), loaded from wherever
+the runtime folder is: the checker validates `extern func` against it."""
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+
+from .paths import runtime_dir
+
+
+@lru_cache(maxsize=1)
+def _table():
+    path = os.path.join(runtime_dir(), "nx_externs.py")
+    spec = importlib.util.spec_from_file_location("nxc_runtime_externs", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def externs() -> dict:
+    """name -> ((param type names...), result type name)."""
+    return _table().EXTERNS
+
+
+def f32_primitives() -> frozenset:
+    return frozenset(_table().F32_PRIMITIVES)

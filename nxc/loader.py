@@ -1,0 +1,118 @@
+"""Module loading: resolve `import`s, parse every module of the graph once.
+
+Lookup order for `import "x.nx"` (docs/language.md): the importing file's
+folder, each -I folder, each NXPATH folder, then the bundled nx_src/.
+Modules are keyed by their real path, so diamonds and cycles load each file
+once (like C headers with include guards).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from . import ast
+from .diagnostics import CompileError, Diagnostics, Pos, SourceFile
+from .parse import parse_source
+from .paths import bundled_dir
+
+
+@dataclass
+class ModuleGraph:
+    root: ast.Module
+    modules: list[ast.Module]           # dependencies first, root last
+    # For each module path: the chain of imports that first reached it,
+    # as (importing module path, import position) pairs; empty for the root.
+    chains: dict[str, list[Pos]] = field(default_factory=dict)
+
+
+def search_path(include: list[str] | None = None) -> list[str]:
+    dirs = [os.path.abspath(d) for d in (include or [])]
+    env = os.environ.get("NXPATH", "")
+    dirs += [os.path.abspath(d) for d in env.split(os.pathsep) if d]
+    dirs.append(bundled_dir())
+    return dirs
+
+
+def resolve_import(name: str, importer_dir: str, include: list[str] | None) -> tuple[str | None, list[str]]:
+    """(real path or None, folders tried in order)."""
+    tried = []
+    for d in [importer_dir, *search_path(include)]:
+        if d in tried:
+            continue
+        tried.append(d)
+        candidate = os.path.join(d, name)
+        if os.path.isfile(candidate):
+            return os.path.realpath(candidate), tried
+    return None, tried
+
+
+def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceFile | None:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError as exc:
+        diags.error(at, f"cannot read '{path}': {exc.strerror or exc}")
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        src = SourceFile(path, "")
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        diags.error(Pos(src, line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})")
+        return None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return SourceFile(path, text)
+
+
+def load_program(path: str, include: list[str] | None = None,
+                 diags: Diagnostics | None = None) -> ModuleGraph:
+    """Parse `path` and everything it imports. Raises CompileError."""
+    diags = diags or Diagnostics()
+    root_path = os.path.realpath(path)
+    if not os.path.isfile(root_path):
+        diags.error(None, f"no such file: '{path}'")
+        diags.raise_if_errors()
+    by_path: dict[str, ast.Module] = {}
+    order: list[ast.Module] = []
+    chains: dict[str, list[Pos]] = {root_path: []}
+
+    def visit(real: str, chain: list[Pos], at: Pos | None) -> None:
+        if real in by_path:
+            return
+        src = read_source(real, diags, at)
+        if src is None:
+            return
+        before = len(diags.errors)
+        try:
+            module = parse_source(src, diags)
+        except CompileError:
+            _attach_chain(diags, before, chain)
+            return
+        by_path[real] = module
+        for imp in module.imports:
+            found, tried = resolve_import(imp.path, os.path.dirname(real), include)
+            if found is None:
+                looked = "\n".join(f"  {d}" for d in tried)
+                d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")
+                _add_chain_notes(d, chain)
+                continue
+            if found not in chains:
+                chains[found] = chain + [imp.pos]
+            visit(found, chains[found], imp.pos)
+        order.append(module)        # after its imports: dependencies first
+
+    visit(root_path, [], None)
+    diags.raise_if_errors()
+    return ModuleGraph(by_path[root_path], order, chains)
+
+
+def _add_chain_notes(d, chain: list[Pos]) -> None:
+    for pos in reversed(chain):
+        d.notes.append(Diagnostics.note(pos, f"imported from here"))
+
+
+def _attach_chain(diags: Diagnostics, start: int, chain: list[Pos]) -> None:
+    for d in diags.errors[start:]:
+        _add_chain_notes(d, chain)

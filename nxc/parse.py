@@ -1,0 +1,338 @@
+"""Parsing: source text -> tokens -> Lark tree -> AST (nxc/ast.py).
+
+The Lark parser (LALR, grammar/nx.lark) is built once per process and its
+tables cached by Lark. Syntax errors are translated into the language's own
+words here, so no Lark terminal name or exception ever reaches a user.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
+                             UnexpectedToken, VisitError)
+
+from . import ast
+from .diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
+from .paths import grammar_file
+from .postlex import StatementEnds
+
+# How each terminal is named in an error message.
+TOKEN_WORDS = {
+    "NAME": "a name", "INT": "an integer literal", "STRING": "a string",
+    "_SEP": "the end of the statement", "$END": "the end of the file",
+    "ASSIGN": "'='", "COMPOUND_ASSIGN": "a compound assignment",
+    "LPAR": "'('", "RPAR": "')'", "LSQB": "'['", "RSQB": "']'",
+    "LBRACE": "'{'", "RBRACE": "'}'", "_COMMA": "','", "COMMA": "','",
+    "COLON": "':'", "DOT": "'.'", "MORETHAN": "'>'", "SEMI": "';'",
+    "OROR": "'||'", "ANDAND": "'&&'", "EQ": "'=='", "NE": "'!='", "LE": "'<='",
+    "GE": "'>='", "LT": "'<'", "GT": "'>'", "SHL": "'<<'", "SHR": "'>>'",
+    "BAR": "'|'", "CARET": "'^'", "AMP": "'&'", "PLUS": "'+'", "MINUS": "'-'",
+    "STAR": "'*'", "SLASH": "'/'", "PERCENT": "'%'", "BANG": "'!'", "TILDE": "'~'",
+    "__ANON_0": "'->'", "RARROW": "'->'",
+}
+_OPEN_TO_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _word_for(terminal: str) -> str:
+    if terminal in TOKEN_WORDS:
+        return TOKEN_WORDS[terminal]
+    if terminal.isupper() and terminal.isalpha():
+        return f"'{terminal.lower()}'"          # keywords: RETURN -> 'return'
+    return terminal.lower()
+
+
+def _describe_token(tok: Token) -> str:
+    if tok.type == "_SEP":
+        return "a newline" if tok.value == "\n" else "';'"
+    if tok.type == "$END":
+        return "the end of the file"
+    if tok.type in ("NAME", "INT", "STRING"):
+        return f"{_word_for(tok.type)} '{tok.value}'"
+    return f"'{tok.value}'"
+
+
+@lru_cache(maxsize=1)
+def _parser() -> tuple[Lark, StatementEnds]:
+    postlex = StatementEnds()
+    with open(grammar_file(), encoding="utf-8") as f:
+        grammar = f.read()
+    lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex,
+                propagate_positions=True, maybe_placeholders=False,
+                start="module", cache=True)
+    return lark, postlex
+
+
+def _pos_of(src: SourceFile, thing) -> Pos:
+    if isinstance(thing, Token):
+        return Pos(src, thing.line or 1, thing.column or 1)
+    if getattr(thing, "empty", True):
+        return Pos(src, 1, 1)
+    return Pos(src, thing.line, thing.column)
+
+
+class _ToAst(Transformer):
+    """Lark tree -> nxc.ast. One method per grammar rule or alias."""
+
+    def __init__(self, src: SourceFile, diags: Diagnostics):
+        super().__init__()
+        self.src = src
+        self.diags = diags
+
+    def _p(self, thing) -> Pos:
+        return _pos_of(self.src, thing)
+
+    # ---- top level ----
+    @v_args(meta=True, inline=True)
+    def module(self, meta, *items):
+        return list(items)
+
+    @v_args(meta=True, inline=True)
+    def import_decl(self, meta, s):
+        return ast.Import(self._p(meta), s.value[1:-1])
+
+    @v_args(meta=True, inline=True)
+    def const_decl(self, meta, name, *rest):
+        ty = rest[0] if len(rest) == 2 else None
+        return ast.ConstDecl(self._p(name), name.value, ty, rest[-1])
+
+    @v_args(meta=True, inline=True)
+    def type_decl(self, meta, name, target):
+        return ast.TypeAlias(self._p(name), name.value, target)
+
+    @v_args(meta=True, inline=True)
+    def struct_decl(self, meta, name, *fields):
+        return ast.StructDecl(self._p(name), name.value, list(fields))
+
+    @v_args(meta=True, inline=True)
+    def field(self, meta, name, ty):
+        return ast.FieldDecl(self._p(name), name.value, ty)
+
+    def _signature(self, rest):
+        params, ret, body = [], None, None
+        for r in rest:
+            if isinstance(r, list):
+                params = r
+            elif isinstance(r, ast.Block):
+                body = r
+            else:
+                ret = r
+        return params, ret, body
+
+    @v_args(meta=True, inline=True)
+    def func_decl(self, meta, name, *rest):
+        params, ret, body = self._signature(rest)
+        return ast.FuncDecl(self._p(name), name.value, params, ret, body)
+
+    @v_args(meta=True, inline=True)
+    def extern_decl(self, meta, name, *rest):
+        params, ret, _ = self._signature(rest)
+        return ast.FuncDecl(self._p(name), name.value, params, ret, None)
+
+    @v_args(meta=True, inline=True)
+    def global_decl(self, meta, name, ty, value):
+        return ast.GlobalDecl(self._p(name), name.value, ty, value)
+
+    def params(self, items):
+        return list(items)
+
+    @v_args(meta=True, inline=True)
+    def param(self, meta, name, ty):
+        return ast.Param(self._p(name), name.value, ty)
+
+    @v_args(meta=True, inline=True)
+    def named_type(self, meta, name):
+        return ast.TypeName(self._p(name), name.value)
+
+    @v_args(meta=True, inline=True)
+    def pointer_type(self, meta, star, target):
+        return ast.TypePointer(self._p(star), target)
+
+    # ---- statements ----
+    @v_args(meta=True, inline=True)
+    def block(self, meta, *stmts):
+        end = Pos(self.src, meta.end_line, max(meta.end_column - 1, 1)) if not meta.empty else None
+        return ast.Block(self._p(meta), list(stmts), end)
+
+    def _decl(self, meta, name, rest, mutable):
+        ty = rest[0] if len(rest) == 2 else None
+        return ast.VarDecl(self._p(name), name.value, ty, rest[-1], mutable)
+
+    @v_args(meta=True, inline=True)
+    def let_stmt(self, meta, name, *rest):
+        return self._decl(meta, name, rest, False)
+
+    @v_args(meta=True, inline=True)
+    def var_stmt(self, meta, name, *rest):
+        return self._decl(meta, name, rest, True)
+
+    @v_args(meta=True, inline=True)
+    def assign_stmt(self, meta, target, op, value):
+        return ast.Assign(self._p(op), target, op.value, value)
+
+    @v_args(meta=True, inline=True)
+    def if_stmt(self, meta, cond, then, orelse=None):
+        return ast.If(self._p(meta), cond, then, orelse)
+
+    @v_args(meta=True, inline=True)
+    def while_stmt(self, meta, cond, body):
+        return ast.While(self._p(meta), cond, body)
+
+    @v_args(meta=True, inline=True)
+    def break_stmt(self, meta):
+        return ast.Break(self._p(meta))
+
+    @v_args(meta=True, inline=True)
+    def continue_stmt(self, meta):
+        return ast.Continue(self._p(meta))
+
+    @v_args(meta=True, inline=True)
+    def return_stmt(self, meta, value=None):
+        return ast.Return(self._p(meta), value)
+
+    @v_args(meta=True, inline=True)
+    def expr_stmt(self, meta, expr):
+        return ast.ExprStmt(self._p(meta), expr)
+
+    # ---- expressions ----
+    @v_args(meta=True, inline=True)
+    def binary(self, meta, left, op, right):
+        return ast.Binary(self._p(op), op.value, left, right)
+
+    @v_args(meta=True, inline=True)
+    def unary(self, meta, op, operand):
+        return ast.Unary(self._p(op), op.value, operand)
+
+    @v_args(meta=True, inline=True)
+    def cast(self, meta, expr, target):
+        return ast.Cast(self._p(meta), expr, target)
+
+    @v_args(meta=True, inline=True)
+    def call(self, meta, func, args=None):
+        return ast.Call(self._p(meta), func, args or [])
+
+    def args(self, items):
+        return list(items)
+
+    @v_args(meta=True, inline=True)
+    def index(self, meta, base, idx):
+        return ast.Index(self._p(meta), base, idx)
+
+    @v_args(meta=True, inline=True)
+    def field_access(self, meta, base, name):
+        return ast.FieldAccess(self._p(meta), base, name.value, self._p(name))
+
+    @v_args(meta=True, inline=True)
+    def int_lit(self, meta, tok):
+        value = parse_int_literal(tok.value)
+        if value is None:
+            self.diags.error(self._p(tok), f"bad integer literal '{tok.value}'")
+            value = 0
+        elif value >= 1 << 64:
+            self.diags.error(self._p(tok), f"integer literal '{tok.value}' does not fit in 64 bits")
+            value = 0
+        return ast.IntLit(self._p(tok), value, tok.value)
+
+    @v_args(meta=True, inline=True)
+    def true_lit(self, meta):
+        return ast.BoolLit(self._p(meta), True)
+
+    @v_args(meta=True, inline=True)
+    def false_lit(self, meta):
+        return ast.BoolLit(self._p(meta), False)
+
+    @v_args(meta=True, inline=True)
+    def name(self, meta, tok):
+        return ast.Name(self._p(tok), tok.value)
+
+    @v_args(meta=True, inline=True)
+    def sizeof_expr(self, meta, target):
+        return ast.SizeOf(self._p(meta), target)
+
+
+_INT_FORMS = (
+    (re.compile(r"0[xX]([0-9A-Fa-f]+)\Z"), 16),
+    (re.compile(r"0[bB]([01]+)\Z"), 2),
+    (re.compile(r"([0-9]+)\Z"), 10),
+)
+
+
+def parse_int_literal(text: str) -> int | None:
+    for pattern, base in _INT_FORMS:
+        m = pattern.match(text)
+        if m:
+            return int(m.group(1), base)
+    return None
+
+
+_HEADER_LINE = re.compile(r"//\s*([a-z][a-z0-9_]*):\s+(\S.*?)\s*$")
+
+
+def read_header(text: str) -> dict[str, str]:
+    """`key: value` lines of the leading // comment block (module metadata)."""
+    meta: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("//"):
+            break
+        m = _HEADER_LINE.match(line)
+        if m:
+            meta[m.group(1)] = m.group(2)
+    return meta
+
+
+def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
+    """Parse one file. Syntax errors are reported through `diags` and raised."""
+    lark, postlex = _parser()
+    try:
+        tree = lark.parse(src.text)
+    except UnexpectedInput as exc:
+        diags.error(*_syntax_error(src, exc, postlex))
+        diags.raise_if_errors()
+        raise  # unreachable: raise_if_errors raised
+    try:
+        items = _ToAst(src, diags).transform(tree)
+    except VisitError as exc:       # a bug in a transformer method, not user error
+        raise exc.orig_exc
+    diags.raise_if_errors()
+    return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
+
+
+def _syntax_error(src: SourceFile, exc: UnexpectedInput, postlex: StatementEnds):
+    """(pos, message, notes) for a Lark error, in the language's words."""
+    if isinstance(exc, UnexpectedCharacters):
+        ch = src.text[exc.pos_in_stream] if exc.pos_in_stream < len(src.text) else ""
+        pos = Pos(src, exc.line, exc.column)
+        if ch == '"':
+            return pos, "unterminated string (strings end on the same line)", []
+        if ch == "/" and src.text.startswith("/*", exc.pos_in_stream):
+            return pos, "unterminated block comment '/*'", []
+        return pos, f"stray character {ch!r} in program", []
+    tok = getattr(exc, "token", None)
+    at_end = isinstance(exc, UnexpectedEOF) or (tok is not None and tok.type == "$END")
+    if at_end and postlex.open_brackets:
+        opener = postlex.open_brackets[-1]
+        close = _OPEN_TO_CLOSE[opener.value]
+        return (Pos(src, opener.line, opener.column),
+                f"'{opener.value}' is never closed: expected '{close}' before the end of the file", [])
+    expected = sorted({_word_for(t) for t in (exc.expected or ()) if not t.startswith("__")} if hasattr(exc, "expected") else set())
+    if at_end:
+        lines = src.text.splitlines() or [""]
+        pos = Pos(src, len(lines), len(lines[-1]) + 1)
+        found = "the end of the file"
+    else:
+        pos = Pos(src, tok.line, tok.column)
+        found = _describe_token(tok)
+    msg = f"unexpected {found}"
+    if tok is not None and tok.type in ("EQ", "NE", "LT", "LE", "GT", "GE"):
+        msg += " (comparisons do not chain: write (a < b) && (b < c))"
+    if expected and len(expected) <= 8:
+        msg += "; expected " + _join_or(expected)
+    return pos, msg, []
+
+
+def _join_or(words: list[str]) -> str:
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]

@@ -1,0 +1,52 @@
+"""Where nxc finds its own files, in a source checkout and when installed.
+
+In the repository the design keeps grammar/, runtime/ and nx_src/ at the top
+level; an installed nxc carries them as the data packages nxc.grammar,
+nxc.runtime and nxc.nx_src (see pyproject.toml). Ask the import system, so
+both layouts (and editable installs) resolve the same way.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@lru_cache(maxsize=None)
+def _data_dir(package: str, top_level: str) -> str:
+    root = os.path.dirname(_HERE)
+    checkout = os.path.join(root, top_level)
+    if os.path.isdir(checkout) and os.path.isfile(os.path.join(root, "pyproject.toml")):
+        return checkout
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.submodule_search_locations:
+        return list(spec.submodule_search_locations)[0]
+    raise RuntimeError(f"nxc installation is incomplete: cannot find {top_level}/")
+
+
+def grammar_file() -> str:
+    return os.path.join(_data_dir("nxc.grammar", "grammar"), "nx.lark")
+
+
+def runtime_dir() -> str:
+    return _data_dir("nxc.runtime", "runtime")
+
+
+def bundled_dir() -> str:
+    """The bundled modules (nx_src/): the last place imports are looked up."""
+    return _data_dir("nxc.nx_src", "nx_src")
+
+
+def templates_dir() -> str:
+    return os.path.join(_HERE, "templates")
+
+
+def cache_dir() -> str:
+    """NXC_CACHE_DIR, else the user's cache folder (XDG_CACHE_HOME)."""
+    env = os.environ.get("NXC_CACHE_DIR")
+    if env:
+        return os.path.abspath(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nxc")

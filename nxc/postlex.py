@@ -1,0 +1,64 @@
+"""Statement ends: the newline rule of docs/language.md, between lexer and parser.
+
+Go's rule: a newline ends a statement only when the line's last token could
+end one (a name, literal, `)`, `]`, `}`, `return`, `break`, `continue`).
+Newlines inside ( ) and [ ] never do, so argument lists may span lines. A
+newline right before `else` is dropped so that `}` NEWLINE `else` works.
+`;` ends a statement anywhere. A block comment that spans lines counts as a
+newline. The parser sees all of this as one terminal, _SEP.
+"""
+from __future__ import annotations
+
+from lark.lark import PostLex
+from lark.lexer import Token
+
+# Terminal names as Lark gives them to the grammar's anonymous strings.
+_ENDS_STATEMENT = frozenset({
+    "NAME", "INT", "STRING", "TRUE", "FALSE",
+    "RPAR", "RSQB", "RBRACE", "RETURN", "BREAK", "CONTINUE",
+})
+_OPENERS = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
+_CLOSERS = {"RPAR", "RSQB", "RBRACE"}
+
+
+class StatementEnds(PostLex):
+    always_accept = ("NEWLINE", "BLOCK_COMMENT", "SEMI")
+
+    def __init__(self):
+        # Brackets still open when the token stream ended; the parser's error
+        # reporting reads this to point at an unclosed `(` instead of at EOF.
+        self.open_brackets: list[Token] = []
+
+    def process(self, stream):
+        stack: list[Token] = []
+        self.open_brackets = stack
+        pending: Token | None = None   # a newline held back: is `else` next?
+        prev = None
+        for tok in stream:
+            kind = tok.type
+            if kind == "BLOCK_COMMENT":
+                if "\n" not in tok:
+                    continue
+                kind = "NEWLINE"
+            if kind == "NEWLINE":
+                if stack and stack[-1].type != "LBRACE":
+                    continue
+                if pending is None and prev in _ENDS_STATEMENT:
+                    pending = tok
+                continue
+            if pending is not None:
+                if kind != "ELSE":
+                    yield Token.new_borrow_pos("_SEP", "\n", pending)
+                pending = None
+            if kind == "SEMI":
+                prev = "SEMI"
+                yield Token.new_borrow_pos("_SEP", ";", tok)
+                continue
+            if kind in _OPENERS:
+                stack.append(tok)
+            elif kind in _CLOSERS and stack:
+                stack.pop()
+            prev = kind
+            yield tok
+        if pending is not None:
+            yield Token.new_borrow_pos("_SEP", "\n", pending)
