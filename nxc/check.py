@@ -71,7 +71,7 @@ class Program:
 
 # ---------------------------------------------------------------- helpers
 def _suggest(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.7)
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
@@ -195,10 +195,10 @@ class Checker:
             self.complete_struct(st, self.struct_decls[st.name].pos)
         for name in self.aliases:
             self.alias_type(name, self.aliases[name].pos)
+        funcs = self.function_signatures()
         const_syms = [s for s in self.top.values() if s.kind == "const"]
         for sym in const_syms:
             self.const_value(sym, sym.pos)
-        funcs = self.function_signatures()
         globals_ = self.check_globals()
         self.diags.raise_if_errors()
         entry = None

@@ -329,6 +329,8 @@ def _syntax_error(src: SourceFile, exc: UnexpectedInput, postlex: StatementEnds)
         msg += " (comparisons do not chain: write (a < b) && (b < c))"
     if expected and len(expected) <= 8:
         msg += "; expected " + _join_or(expected)
+    elif "_SEP" in (getattr(exc, "expected", None) or ()):
+        msg += "; end the previous statement with a newline or ';'"
     return pos, msg, []
 
 

@@ -8,6 +8,7 @@ error stopped it.
 """
 from __future__ import annotations
 
+import faulthandler
 import os
 import select
 import signal
@@ -48,6 +49,9 @@ def run_isolated(call, timeout: float | None):
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
+        # A crash is reported by the parent from the signal; a Python-level
+        # fault dump (pytest turns faulthandler on) would only be noise.
+        faulthandler.disable()
         code = 0
         try:
             try:
