@@ -627,6 +627,9 @@ class Checker:
         return t
 
     def check_expr(self, e: ast.Expr, want: Type | None) -> Type | None:
+        # A module's AST may be checked again in another import graph (the
+        # loader caches parses): start from a clean slate.
+        e.const = None
         method = getattr(self, "expr_" + type(e).__name__)
         t = method(e, want)
         e.ty = t
@@ -884,6 +887,7 @@ class Checker:
         bt = self.check_expr(e.base, None)
         if bt is None:
             return None
+        e.through_pointer = False
         if isinstance(bt, PointerType) and isinstance(bt.target, StructType):
             st = bt.target
             e.through_pointer = True

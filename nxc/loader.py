@@ -8,6 +8,7 @@ once (like C headers with include guards).
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from . import ast
@@ -66,6 +67,25 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
     return SourceFile(path, text)
 
 
+_PARSED: "OrderedDict[tuple[str, str], ast.Module]" = OrderedDict()
+_PARSED_MAX = 128
+
+
+def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
+    """Parse once per (path, text) in this process: a test run or a fuzzer
+    checks many roots that import the same unchanged modules."""
+    key = (src.path, src.text)
+    module = _PARSED.get(key)
+    if module is None:
+        module = parse_source(src, diags)
+        _PARSED[key] = module
+        if len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
+    else:
+        _PARSED.move_to_end(key)
+    return module
+
+
 def load_program(path: str, include: list[str] | None = None,
                  diags: Diagnostics | None = None) -> ModuleGraph:
     """Parse `path` and everything it imports. Raises CompileError."""
@@ -86,7 +106,7 @@ def load_program(path: str, include: list[str] | None = None,
             return
         before = len(diags.errors)
         try:
-            module = parse_source(src, diags)
+            module = _parse_cached(src, diags)
         except CompileError:
             _attach_chain(diags, before, chain)
             return
