@@ -6,7 +6,7 @@ them sees the same checked Program and the same diagnostics.
 from __future__ import annotations
 
 from .check import Program, check_program
-from .diagnostics import Diagnostics
+from .diagnostics import CompileError, Diagnostics
 from .loader import load_program
 
 
@@ -15,4 +15,12 @@ def check_file(path: str, include: list[str] | None = None,
     """Raises diagnostics.CompileError with every error found."""
     diags = diags or Diagnostics()
     graph = load_program(path, include, diags)
-    return check_program(graph, diags)
+    try:
+        return check_program(graph, diags)
+    except CompileError:
+        # An error inside an imported module also says how it was reached.
+        for d in diags.items:
+            chain = graph.chains.get(d.pos.file.path) if d.pos is not None else None
+            for pos in reversed(chain or []):
+                d.notes.append(Diagnostics.note(pos, "imported from here"))
+        raise

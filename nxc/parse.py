@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import (UnexpectedCharacters, UnexpectedEOF, UnexpectedInput,
-                             UnexpectedToken, VisitError)
+from lark import Lark, Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import ast
 from .diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
@@ -54,14 +53,18 @@ def _describe_token(tok: Token) -> str:
 
 
 @lru_cache(maxsize=1)
-def _parser() -> tuple[Lark, StatementEnds]:
+def _parser() -> tuple[Lark, StatementEnds, "_ToAst"]:
+    # The AST is built inside the LALR parser (no intermediate parse tree, no
+    # position propagation): several times faster than transforming a tree
+    # afterwards. Positions come from the tokens, which are all kept.
     postlex = StatementEnds()
+    to_ast = _ToAst(None, None)
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
     lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex,
-                propagate_positions=True, maybe_placeholders=False,
-                start="module", cache=True)
-    return lark, postlex
+                keep_all_tokens=True, maybe_placeholders=False,
+                start="module", transformer=_Callbacks(to_ast), cache=True)
+    return lark, postlex, to_ast
 
 
 def _pos_of(src: SourceFile, thing) -> Pos:
@@ -72,11 +75,85 @@ def _pos_of(src: SourceFile, thing) -> Pos:
     return Pos(src, thing.line, thing.column)
 
 
-class _ToAst(Transformer):
-    """Lark tree -> nxc.ast. One method per grammar rule or alias."""
+class _Meta:
+    """Where a rule's text starts (and, for blocks, where its last token is)."""
+    __slots__ = ("line", "column", "end_line", "end_column", "empty")
 
-    def __init__(self, src: SourceFile, diags: Diagnostics):
-        super().__init__()
+    def __init__(self, line, column, end_line, end_column):
+        self.line, self.column = line, column
+        self.end_line, self.end_column = end_line, end_column
+        self.empty = line is None
+
+
+# Tokens that only shape the syntax; rule methods never see them.
+_PUNCTUATION = frozenset({
+    "LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "RSQB", "COLON", "COMMA", "_COMMA", "_SEP",
+    "DOT", "SEMI", "IMPORT", "CONST", "TYPE", "STRUCT", "FUNC", "EXTERN", "VAR", "LET", "IF",
+    "ELSE", "WHILE", "BREAK", "CONTINUE", "RETURN", "AS", "SIZEOF", "TRUE", "FALSE", "__ANON_0",
+    "RARROW",
+})
+
+
+def _leftmost(node):
+    """Start of an expression (a Binary's own position is its operator)."""
+    while True:
+        if isinstance(node, ast.Binary):
+            node = node.left
+        elif isinstance(node, ast.Cast):
+            node = node.expr
+        elif isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, (ast.Index, ast.FieldAccess)):
+            node = node.base
+        elif isinstance(node, ast.Assign):
+            node = node.target
+        else:
+            return node
+
+
+def _start_of(child):
+    if isinstance(child, Token):
+        return child.line, child.column
+    if isinstance(child, ast.Node):
+        pos = _leftmost(child).pos
+        return pos.line, pos.col
+    return None, None
+
+
+_PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}   # `=` of a declaration
+
+
+def _callback(method, name):
+    keep_assign = name == "assign_stmt"
+
+    def call(children):
+        line = col = end_line = end_col = None
+        for c in children:
+            line, col = _start_of(c)
+            if line is not None:
+                break
+        if children and isinstance(children[-1], Token):
+            end_line, end_col = children[-1].line, children[-1].column
+        drop = _PUNCTUATION if keep_assign else _PUNCTUATION_AND_ASSIGN
+        kids = [c for c in children if not (isinstance(c, Token) and c.type in drop)]
+        return method(_Meta(line, col, end_line, end_col), *kids)
+    call.__name__ = name
+    return call
+
+
+class _Callbacks:
+    """What Lark calls while parsing: each rule's children -> an AST node."""
+
+    def __init__(self, to_ast: "_ToAst"):
+        for name in dir(to_ast):
+            if not name.startswith("_") and callable(getattr(to_ast, name)):
+                setattr(self, name, _callback(getattr(to_ast, name), name))
+
+
+class _ToAst:
+    """Lark rule children -> nxc.ast. One method per grammar rule or alias."""
+
+    def __init__(self, src: SourceFile | None, diags: Diagnostics | None):
         self.src = src
         self.diags = diags
 
@@ -84,28 +161,22 @@ class _ToAst(Transformer):
         return _pos_of(self.src, thing)
 
     # ---- top level ----
-    @v_args(meta=True, inline=True)
     def module(self, meta, *items):
         return list(items)
 
-    @v_args(meta=True, inline=True)
     def import_decl(self, meta, s):
         return ast.Import(self._p(meta), s.value[1:-1])
 
-    @v_args(meta=True, inline=True)
     def const_decl(self, meta, name, *rest):
         ty = rest[0] if len(rest) == 2 else None
         return ast.ConstDecl(self._p(name), name.value, ty, rest[-1])
 
-    @v_args(meta=True, inline=True)
     def type_decl(self, meta, name, target):
         return ast.TypeAlias(self._p(name), name.value, target)
 
-    @v_args(meta=True, inline=True)
     def struct_decl(self, meta, name, *fields):
         return ast.StructDecl(self._p(name), name.value, list(fields))
 
-    @v_args(meta=True, inline=True)
     def field(self, meta, name, ty):
         return ast.FieldDecl(self._p(name), name.value, ty)
 
@@ -120,110 +191,90 @@ class _ToAst(Transformer):
                 ret = r
         return params, ret, body
 
-    @v_args(meta=True, inline=True)
     def func_decl(self, meta, name, *rest):
         params, ret, body = self._signature(rest)
         return ast.FuncDecl(self._p(name), name.value, params, ret, body)
 
-    @v_args(meta=True, inline=True)
     def extern_decl(self, meta, name, *rest):
         params, ret, _ = self._signature(rest)
         return ast.FuncDecl(self._p(name), name.value, params, ret, None)
 
-    @v_args(meta=True, inline=True)
     def global_decl(self, meta, name, ty, value):
         return ast.GlobalDecl(self._p(name), name.value, ty, value)
 
-    def params(self, items):
+    def params(self, meta, *items):
         return list(items)
 
-    @v_args(meta=True, inline=True)
     def param(self, meta, name, ty):
         return ast.Param(self._p(name), name.value, ty)
 
-    @v_args(meta=True, inline=True)
     def named_type(self, meta, name):
         return ast.TypeName(self._p(name), name.value)
 
-    @v_args(meta=True, inline=True)
     def pointer_type(self, meta, star, target):
         return ast.TypePointer(self._p(star), target)
 
     # ---- statements ----
-    @v_args(meta=True, inline=True)
     def block(self, meta, *stmts):
-        end = Pos(self.src, meta.end_line, max(meta.end_column - 1, 1)) if not meta.empty else None
+        end = Pos(self.src, meta.end_line, meta.end_column) if not meta.empty else None
         return ast.Block(self._p(meta), list(stmts), end)
 
     def _decl(self, meta, name, rest, mutable):
         ty = rest[0] if len(rest) == 2 else None
         return ast.VarDecl(self._p(name), name.value, ty, rest[-1], mutable)
 
-    @v_args(meta=True, inline=True)
     def let_stmt(self, meta, name, *rest):
         return self._decl(meta, name, rest, False)
 
-    @v_args(meta=True, inline=True)
     def var_stmt(self, meta, name, *rest):
         return self._decl(meta, name, rest, True)
 
-    @v_args(meta=True, inline=True)
     def assign_stmt(self, meta, target, op, value):
         return ast.Assign(self._p(op), target, op.value, value)
 
-    @v_args(meta=True, inline=True)
     def if_stmt(self, meta, cond, then, orelse=None):
         return ast.If(self._p(meta), cond, then, orelse)
 
-    @v_args(meta=True, inline=True)
     def while_stmt(self, meta, cond, body):
         return ast.While(self._p(meta), cond, body)
 
-    @v_args(meta=True, inline=True)
     def break_stmt(self, meta):
         return ast.Break(self._p(meta))
 
-    @v_args(meta=True, inline=True)
     def continue_stmt(self, meta):
         return ast.Continue(self._p(meta))
 
-    @v_args(meta=True, inline=True)
     def return_stmt(self, meta, value=None):
         return ast.Return(self._p(meta), value)
 
-    @v_args(meta=True, inline=True)
     def expr_stmt(self, meta, expr):
         return ast.ExprStmt(self._p(meta), expr)
 
     # ---- expressions ----
-    @v_args(meta=True, inline=True)
     def binary(self, meta, left, op, right):
         return ast.Binary(self._p(op), op.value, left, right)
 
-    @v_args(meta=True, inline=True)
     def unary(self, meta, op, operand):
         return ast.Unary(self._p(op), op.value, operand)
 
-    @v_args(meta=True, inline=True)
     def cast(self, meta, expr, target):
         return ast.Cast(self._p(meta), expr, target)
 
-    @v_args(meta=True, inline=True)
     def call(self, meta, func, args=None):
         return ast.Call(self._p(meta), func, args or [])
 
-    def args(self, items):
+    def args(self, meta, *items):
         return list(items)
 
-    @v_args(meta=True, inline=True)
+    def primary(self, meta, inner):      # "(" expr ")"
+        return inner
+
     def index(self, meta, base, idx):
         return ast.Index(self._p(meta), base, idx)
 
-    @v_args(meta=True, inline=True)
     def field_access(self, meta, base, name):
         return ast.FieldAccess(self._p(meta), base, name.value, self._p(name))
 
-    @v_args(meta=True, inline=True)
     def int_lit(self, meta, tok):
         value = parse_int_literal(tok.value)
         if value is None:
@@ -234,19 +285,15 @@ class _ToAst(Transformer):
             value = 0
         return ast.IntLit(self._p(tok), value, tok.value)
 
-    @v_args(meta=True, inline=True)
     def true_lit(self, meta):
         return ast.BoolLit(self._p(meta), True)
 
-    @v_args(meta=True, inline=True)
     def false_lit(self, meta):
         return ast.BoolLit(self._p(meta), False)
 
-    @v_args(meta=True, inline=True)
     def name(self, meta, tok):
         return ast.Name(self._p(tok), tok.value)
 
-    @v_args(meta=True, inline=True)
     def sizeof_expr(self, meta, target):
         return ast.SizeOf(self._p(meta), target)
 
@@ -284,17 +331,16 @@ def read_header(text: str) -> dict[str, str]:
 
 def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     """Parse one file. Syntax errors are reported through `diags` and raised."""
-    lark, postlex = _parser()
+    lark, postlex, to_ast = _parser()
+    to_ast.src, to_ast.diags = src, diags
     try:
-        tree = lark.parse(src.text)
+        items = lark.parse(src.text)
     except UnexpectedInput as exc:
         diags.error(*_syntax_error(src, exc, postlex))
         diags.raise_if_errors()
         raise  # unreachable: raise_if_errors raised
-    try:
-        items = _ToAst(src, diags).transform(tree)
-    except VisitError as exc:       # a bug in a transformer method, not user error
-        raise exc.orig_exc
+    finally:
+        to_ast.src = to_ast.diags = None
     diags.raise_if_errors()
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 

@@ -154,9 +154,20 @@ def test_error_in_imported_module_names_the_import_chain(write_nx):
     write_nx("func broken() -> i64 { return nope }\n", name="lib/b.nx")
     write_nx('import "lib/b.nx"\n', name="a.nx")
     path = write_nx('import "a.nx"\nfunc main() -> i64 { return 0 }\n')
-    errors = compile_errors(path)
-    # syntax-clean but semantically wrong import: the error is located in b.nx
-    assert errors[0].pos.file.path.endswith("b.nx")
+    [err] = compile_errors(path)
+    # a semantic error located in b.nx, with the chain root -> a.nx -> b.nx
+    assert err.pos.file.path.endswith("b.nx") and (err.pos.line, err.pos.col) == (1, 31)
+    chain = [(n.pos.file.path.rsplit("/", 1)[-1], n.pos.line) for n in err.notes]
+    assert chain == [("a.nx", 1), ("t.nx", 1)]
+    assert all(n.message == "imported from here" for n in err.notes)
+
+
+def test_syntax_error_in_imported_module_names_the_chain(write_nx):
+    write_nx("func broken() -> i64 { return ) }\n", name="b.nx")
+    path = write_nx('import "b.nx"\nfunc main() -> i64 { return 0 }\n')
+    [err] = compile_errors(path)
+    assert err.pos.file.path.endswith("b.nx")
+    assert [n.pos.line for n in err.notes] == [1] and err.notes[0].pos.file.path.endswith("t.nx")
 
 
 def test_imports_are_transitive_and_deduplicated(write_nx):
