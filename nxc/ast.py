@@ -237,6 +237,25 @@ class Module(Node):
         return [i for i in self.items if isinstance(i, Import)]
 
 
+def start_pos(node: Node) -> Pos:
+    """Where a node's text starts (a Binary's own position is its operator)."""
+    while True:
+        if isinstance(node, Binary):
+            node = node.left
+        elif isinstance(node, Cast):
+            node = node.expr
+        elif isinstance(node, Call):
+            node = node.func
+        elif isinstance(node, (Index, FieldAccess)):
+            node = node.base
+        elif isinstance(node, Assign):
+            node = node.target
+        elif isinstance(node, ExprStmt):
+            node = node.expr
+        else:
+            return node.pos
+
+
 class NodeVisitor:
     """Dispatch `visit(node)` to `visit_<ClassName>`, else `generic_visit`."""
 

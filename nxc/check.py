@@ -452,7 +452,7 @@ class Checker:
         warned = False
         for i, stmt in enumerate(block.stmts):
             if i > 0 and not warned and self.terminates(block.stmts[i - 1]):
-                self.diags.warning(stmt.pos, "unreachable code")
+                self.diags.warning(ast.start_pos(stmt), "unreachable code")
                 warned = True
             self.check_stmt(stmt, guard if i == 0 else None)
         if new_scope:

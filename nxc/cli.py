@@ -70,6 +70,29 @@ def build_parser() -> argparse.ArgumentParser:
         _add_include(e)
         _add_warn(e)
 
+    t = sub.add_parser("test", help="find and run every gate (and compile every library module) under PATHs",
+                       description="Find the .nx modules under each PATH (default: the current folder). A module "
+                                   "with 'func main() -> i64' is a gate: it is compiled and run in its own process; "
+                                   "a module without one must compile. Exit status 0 only if everything passed.")
+    t.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or folders (searched recursively)")
+    t.add_argument("-k", dest="keyword", metavar="PATTERN",
+                   help="only items whose id, file name, kind (gate/library) or backend contains PATTERN; "
+                        "'and', 'or', 'not' and parentheses combine words, as in pytest")
+    t.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first item that does not pass")
+    t.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
+                   help="run N modules at once (default and 0: one per CPU)")
+    t.add_argument("--backend", default="c", choices=["c", "py", "both"],
+                   help="c (default), py (checked memory), or both (one item per backend)")
+    t.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="stop a gate after SECONDS and report TIMEOUT (default 60)")
+    t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
+    t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")
+    t.add_argument("--json", action="store_true", help="print one JSON object per result (summary on stderr)")
+    t.add_argument("-q", "--quiet", action="count", default=0, help="one letter per result, then failures")
+    t.add_argument("-v", "--verbose", action="count", default=0, help="also the time of each step")
+    _add_include(t)
+    _add_build(t)
+
     ca = sub.add_parser("cache", help="show or clear the build cache",
                         description="Inspect (info) or empty (clear) the build cache (NXC_CACHE_DIR).")
     ca.add_argument("action", choices=["info", "clear"])

@@ -26,6 +26,7 @@ import jinja2
 
 from . import __version__, ast
 from .check import Function, Program
+from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
 from .paths import templates_dir
 from .types import (BOOL, I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -94,6 +95,13 @@ class EmittedC:
     cdef: str               # declarations of the exported entry points, for cffi
     sites: list[Site]       # index -> position, for trap messages
     exports: list[Function] = field(default_factory=list)
+    # gate return site -> the guard operands whose values the gate records
+    captures: dict[int, list[CapturedOperand]] = field(default_factory=dict)
+    capture_slots: int = CAPTURE_SLOTS
+
+    def captured(self, site: int, mask: int, raw) -> list[tuple[str, object]]:
+        """(text, value) of the guard operands recorded before gate return `site`."""
+        return captured_values(self.captures.get(site, []), mask, list(raw))
 
 
 def _has_call(e) -> bool:
@@ -128,7 +136,8 @@ def _is_stable(e) -> bool:
 class FunctionEmitter:
     """Writes one function body; keeps its temporaries and indentation."""
 
-    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool):
+    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool,
+                 captures: dict[int, list[CapturedOperand]] | None = None):
         self.program = program
         self.fn = fn
         self.sites = sites
@@ -137,6 +146,20 @@ class FunctionEmitter:
         self.temps: list[str] = []
         self.depth = 1
         self.last_line = None
+        # The gate records the operands of each return's guard while the
+        # guard is evaluated (nxc/guards.py): expression id -> value slot.
+        self.capture_slot: dict[int, int] = {}
+        self.capturing_conds: set[int] = set()
+        if gate:
+            for gr in program.gate_returns:
+                plan = plan_captures(gr.guard)
+                if not plan:
+                    continue
+                self.capturing_conds.add(id(gr.guard))
+                for e, op in plan:
+                    self.capture_slot[id(e)] = op.slot
+                if captures is not None:
+                    captures[gr.site] = [op for _, op in plan]
 
     # ---- output helpers ----
     def emit(self, text: str) -> None:
@@ -202,7 +225,11 @@ class FunctionEmitter:
                       f"*nx_p = {self.arith(op, t, '*nx_p', v, value.ty, s.pos)}; }}")
 
     def stmt_If(self, s: ast.If, prefix: str = "if") -> None:
-        self.emit(f"{prefix} ({self.cond(s.cond)}) {{")
+        if id(s.cond) in self.capturing_conds:
+            # Forget the operands of an earlier guard, then record this one's.
+            self.emit(f"{prefix} ((nx_gate_cap_mask = 0u, {self.expr(s.cond)})) {{")
+        else:
+            self.emit(f"{prefix} ({self.cond(s.cond)}) {{")
         self.block(s.then)
         if isinstance(s.orelse, ast.If):
             self.emit("}")
@@ -250,8 +277,18 @@ class FunctionEmitter:
 
     def expr(self, e: ast.Expr) -> str:
         if e.const is not None and not isinstance(e.ty, PointerType):
-            return c_int_literal(e.const, e.ty)
-        return getattr(self, "expr_" + type(e).__name__)(e)
+            text = c_int_literal(e.const, e.ty)
+        else:
+            text = getattr(self, "expr_" + type(e).__name__)(e)
+        slot = self.capture_slot.get(id(e))
+        return text if slot is None else self.captured(e, slot, text)
+
+    def captured(self, e: ast.Expr, slot: int, text: str) -> str:
+        """`text`, with its value also stored in the gate's capture slot."""
+        tmp = self.temp(e.ty)
+        raw = f"(int64_t)(intptr_t){tmp}" if isinstance(e.ty, PointerType) else f"(int64_t){tmp}"
+        return (f"({tmp} = {text}, nx_gate_captured[{slot}] = {raw}, "
+                f"nx_gate_cap_mask |= UINT32_C({1 << slot}), {tmp})")
 
     def sequenced(self, first: ast.Expr, later: list[ast.Expr]) -> tuple[str | None, str]:
         """`first`, stored in a temporary if a later operand might change it."""
@@ -391,9 +428,10 @@ def signature(fn: Function) -> str:
 
 def emit_c(program: Program) -> EmittedC:
     sites: list[Site] = []
+    captures: dict[int, list[CapturedOperand]] = {}
     functions = []
     for fn in program.functions:
-        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry).body()
+        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, captures=captures).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,
@@ -418,14 +456,15 @@ def emit_c(program: Program) -> EmittedC:
     text = _template().render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
-        site_count=max(len(sites), 1),
+        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
     cdef = ["int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
-            "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);"]
+            "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);",
+            "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);"]
     for x in exports:
         cdef.append(f"int nxw_{x['name']}({x['params']});")
     return EmittedC(text, "\n".join(cdef) + "\n", sites,
-                    [fn for fn in program.functions if fn is not program.entry])
+                    [fn for fn in program.functions if fn is not program.entry], captures)

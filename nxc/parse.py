@@ -94,28 +94,11 @@ _PUNCTUATION = frozenset({
 })
 
 
-def _leftmost(node):
-    """Start of an expression (a Binary's own position is its operator)."""
-    while True:
-        if isinstance(node, ast.Binary):
-            node = node.left
-        elif isinstance(node, ast.Cast):
-            node = node.expr
-        elif isinstance(node, ast.Call):
-            node = node.func
-        elif isinstance(node, (ast.Index, ast.FieldAccess)):
-            node = node.base
-        elif isinstance(node, ast.Assign):
-            node = node.target
-        else:
-            return node
-
-
 def _start_of(child):
     if isinstance(child, Token):
         return child.line, child.column
     if isinstance(child, ast.Node):
-        pos = _leftmost(child).pos
+        pos = ast.start_pos(child)
         return pos.line, pos.col
     return None, None
 

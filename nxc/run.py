@@ -32,6 +32,8 @@ class Outcome:
     seconds: float = 0.0
     backend: str = "c"
     captured: list = field(default_factory=list)   # (text, value) of the guard's operands
+    build_cached: bool | None = None   # C backend: True when the build came from the cache
+    build_seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -52,6 +54,7 @@ def run_isolated(call, timeout: float | None):
         # A crash is reported by the parent from the signal; a Python-level
         # fault dump (pytest turns faulthandler on) would only be noise.
         faulthandler.disable()
+        _die_with_parent()
         code = 0
         try:
             try:
@@ -101,6 +104,28 @@ def run_isolated(call, timeout: float | None):
     return "ok", struct.unpack(f"<{n}q", payload[1:])
 
 
+def _die_with_parent() -> None:
+    """In the gate's child: end with the parent (a killed runner worker or a
+    Ctrl-C must not leave a looping gate behind). Python's SIGINT handler only
+    runs between bytecodes, never inside a looping C gate, so restore the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if _prctl is not None:
+        _prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+
+
+def _find_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError, ImportError):
+        return None
+
+
+_prctl = _find_prctl()
+
+
 def outcome_from(program: Program, kind: str, data, backend: str, seconds: float,
                  describe_trap) -> Outcome:
     if kind == "timeout":
@@ -125,7 +150,8 @@ def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outco
     def call():
         out = ffi.new("int64_t *")
         status = lib.nxc_run_main(out)
-        return status, out[0], lib.nxc_gate_site(), lib.nxc_trap_site()
+        return (status, out[0], lib.nxc_gate_site(), lib.nxc_trap_site(), lib.nxc_gate_captured_mask(),
+                *[lib.nxc_gate_captured(i) for i in range(emitted.capture_slots)])
 
     def describe_trap(site: int) -> str:
         s = emitted.sites[site]
@@ -133,7 +159,10 @@ def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outco
 
     start = time.perf_counter()
     kind, data = run_isolated(call, timeout)
-    return outcome_from(program, kind, data, "c", time.perf_counter() - start, describe_trap)
+    outcome = outcome_from(program, kind, data, "c", time.perf_counter() - start, describe_trap)
+    if outcome.status == FAIL:
+        outcome.captured = emitted.captured(data[2], data[4], data[5:])
+    return outcome
 
 
 def _display(path: str) -> str:
@@ -175,6 +204,7 @@ def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: boo
                 print(f"nxc: emit {1000 * (time.perf_counter() - t0 - built.seconds):.1f} ms, "
                       f"{what} {1000 * built.seconds:.1f} ms", file=sys.stderr)
             outcomes.append(run_gate_c(program, emitted, built, timeout))
+            outcomes[-1].build_cached, outcomes[-1].build_seconds = built.cached, built.seconds
         else:
             from .run_py import run_gate_py
             outcomes.append(run_gate_py(program, timeout))

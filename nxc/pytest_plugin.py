@@ -1,0 +1,119 @@
+"""pytest plugin: `.nx` modules are test files, their gates are test items.
+
+    pytest nx_src/                    # every gate, and every library module must compile
+    pytest nx_src/ -k attention -n auto --junitxml=gates.xml
+
+Registered through the `pytest11` entry point (`pip install -e .`); without
+installing, load it with `-p nxc.pytest_plugin`. Each `.nx` file becomes an
+`NxFile` holding one `NxItem` per backend: `main` for a gate, `compile` for a
+library module (`main[c]`, `main[py]` with `--nx-backend both`). An item runs
+through the same `runner.run_unit` as `nxc test`, so the verdicts match: the
+gate runs in its own process with a timeout, and a failure is shown as the
+`.nx` source around the `return` that fired and the values of its guard's
+operands, never as a Python traceback. Collection only reads the text (no
+parse), which keeps `-n auto` (pytest-xdist) cheap: items spread across
+workers like any other test.
+"""
+from __future__ import annotations
+
+import pytest
+
+from . import runner
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("nxc", "nxc: .nx gates as tests")
+    group.addoption("--nx-backend", default=None, choices=["c", "py", "both"],
+                    help="backend to run .nx gates on: c (default), py, or both (one item each)")
+    group.addoption("--nx-timeout", type=float, default=None, metavar="SECONDS",
+                    help="stop a gate after SECONDS and fail it as TIMEOUT (default 60)")
+    group.addoption("--nx-no-cache", action="store_true", default=False,
+                    help="rebuild every module even if a cached build exists")
+    group.addoption("--nx-opt", default=None, choices=["0", "2", "native"], help="C optimisation level (default 2)")
+    group.addoption("--nx-include", action="append", default=[], metavar="DIR",
+                    help="also look for imported .nx modules in DIR")
+    parser.addini("nx_backend", "default for --nx-backend", default="c")
+    parser.addini("nx_timeout", "default for --nx-timeout (seconds)", default="60")
+
+
+def _options(config) -> runner.Options:
+    backend = config.getoption("nx_backend") or config.getini("nx_backend") or "c"
+    timeout = config.getoption("nx_timeout")
+    if timeout is None:
+        timeout = float(config.getini("nx_timeout") or 60)
+    if backend not in ("c", "py", "both"):
+        raise pytest.UsageError(f"nx_backend must be c, py or both, not '{backend}'")
+    if timeout <= 0:
+        raise pytest.UsageError("--nx-timeout must be positive")
+    return runner.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
+                          opt=config.getoption("nx_opt") or "2", use_cache=not config.getoption("nx_no_cache"),
+                          include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout")
+
+
+def pytest_configure(config):
+    config._nx_options = _options(config)
+    if "py" in config._nx_options.backends and not runner.py_backend_available():
+        raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.run_py), "
+                                "which this installation does not have")
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.suffix == ".nx":
+        return NxFile.from_parent(parent, path=file_path)
+    return None
+
+
+class NxFile(pytest.File):
+    def collect(self):
+        options: runner.Options = self.config._nx_options
+        kind, main_line = runner.scan_kind(str(self.path))
+        name = "main" if kind == "gate" else "compile"
+        for backend in options.backends:
+            item_name = f"{name}[{backend}]" if len(options.backends) > 1 else name
+            item = NxItem.from_parent(self, name=item_name, backend=backend, kind=kind, main_line=main_line)
+            item.extra_keyword_matches.update({kind, backend})
+            yield item
+
+
+class NxGateFailure(Exception):
+    """Raised by NxItem.runtest; carries the runner's Result to repr_failure."""
+
+    def __init__(self, result: runner.Result):
+        super().__init__(result.message)
+        self.result = result
+
+
+class NxItem(pytest.Item):
+    def __init__(self, *, backend: str, kind: str, main_line: int = 0, **kwargs):
+        super().__init__(**kwargs)
+        self.backend = backend
+        self.kind = kind
+        self.main_line = main_line
+        self.result: runner.Result | None = None
+
+    def runtest(self):
+        path = str(self.path)
+        display = runner.display_path(path)
+        item = runner.Item(self.nodeid, path, display, self.backend, self.kind, self.main_line)
+        self.result = result = runner.run_unit(runner.Unit(path, display, [item]), self.config._nx_options)[0]
+        self.user_properties.append(("nx_status", result.status))
+        if result.value is not None:
+            self.user_properties.append(("nx_value", result.value))
+        if result.location:
+            self.user_properties.append(("nx_location", result.location))
+        for text, value in result.captured:
+            self.user_properties.append((f"nx_captured {text}", value))
+        if not result.passed:
+            raise NxGateFailure(result)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, NxGateFailure):
+            r = excinfo.value.result
+            return r.report or f"{r.status}: {r.message}"
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        # pytest's line numbers are 0-based; point at `func main` for a gate.
+        line = self.main_line - 1 if self.main_line else 0
+        what = "gate" if self.kind == "gate" else "library module (must compile)"
+        return self.path, line, f"{self.path.name}: {what} [{self.backend}]"
