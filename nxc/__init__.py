@@ -5,3 +5,13 @@ The pipeline, one stage per module, data flowing one way:
   -> build_c (cffi, cached) -> run (gates)
 """
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # The Python API is loaded on first use, so the CLI starts fast.
+    import importlib
+    if name in ("load", "Module", "Pointer", "NxRuntimeError"):
+        return getattr(importlib.import_module("nxc.api"), name)
+    if name == "f32":
+        return importlib.import_module("nxc.f32")
+    raise AttributeError(f"module 'nxc' has no attribute {name!r}")

@@ -1,0 +1,272 @@
+"""The Python API: load a .nx module and call its functions on numpy data.
+
+    import numpy as np, nxc
+    m = nxc.load("nx_src/nx_f32_attention.nx")          # C backend, cached build
+    out = np.zeros(n * d, dtype=np.int64)
+    m.nx_f32_attention(Q, K, V, n, d, scale, out, scores, probs)
+
+Integers go in as Python ints (checked against the parameter's width), `*T`
+parameters take a C-contiguous numpy array of the matching dtype (any dtype
+for `*void`), a `Pointer` returned by an earlier call, or None for null.
+Writes through a pointer land in the array. Pointers returned by nx
+functions come back as `Pointer` handles; a handle to a struct reads its
+fields by name (`seq.seq_len`). Consts are attributes. A run-time error in
+nx code (division by zero; on the Python backend also a bad memory access)
+raises `NxRuntimeError` with the .nx location.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .check import Function, Program
+from .diagnostics import Diagnostics
+from .types import BoolType, IntType, PointerType, StructType, Type, VoidType
+
+_DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
+           (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
+
+
+class NxRuntimeError(RuntimeError):
+    """nx code stopped with a run-time error (message names the .nx line)."""
+
+
+def dtype_for(t: Type):
+    """The numpy dtype matching a pointer's target type, or None for any."""
+    if isinstance(t, IntType):
+        return np.dtype(_DTYPES[(t.bits, t.signed)])
+    if isinstance(t, BoolType):
+        return np.dtype(np.bool_)
+    if isinstance(t, PointerType):
+        return np.dtype(np.uint64)
+    return None
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """An address returned by nx code, with the type nx gave it."""
+    address: int
+    type: PointerType
+    module: "Module"
+
+    def __getattr__(self, name):
+        target = self.type.target
+        if isinstance(target, StructType):
+            field = target.field(name)
+            if field is not None:
+                return self.module._read(self.address + field.offset, field.type)
+            raise AttributeError(f"struct {target.name} has no field '{name}' "
+                                 f"(fields: {', '.join(f.name for f in target.fields)})")
+        raise AttributeError(name)
+
+    def __bool__(self) -> bool:
+        return self.address != 0
+
+    def __int__(self) -> int:
+        return self.address
+
+    def to_numpy(self, count: int) -> np.ndarray:
+        """A copy of `count` elements at this address, as the pointer's dtype."""
+        dt = dtype_for(self.type.target)
+        if dt is None:
+            raise TypeError(f"{self.type} has no element dtype; cast first")
+        return self.module._read_array(self.address, count, dt)
+
+    def __repr__(self) -> str:
+        return f"<nx pointer {self.type} at 0x{self.address:x}>"
+
+
+class Function_:
+    """One nx function, callable from Python."""
+
+    def __init__(self, module: "Module", fn: Function):
+        self._module = module
+        self._fn = fn
+        self.__name__ = fn.decl.name
+        params = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
+        ret = "" if isinstance(fn.ret, VoidType) else f" -> {fn.ret}"
+        self.__doc__ = f"func {fn.decl.name}({params}){ret}  ({fn.decl.pos})"
+
+    def __call__(self, *args):
+        fn = self._fn
+        if len(args) != len(fn.params):
+            raise TypeError(f"{fn.decl.name}() takes {len(fn.params)} argument"
+                            f"{'s' if len(fn.params) != 1 else ''} ({len(args)} given)")
+        converted = [self._module._convert(a, p) for a, p in zip(args, fn.params)]
+        return self._module._backend.call(fn, converted, args)
+
+    def __repr__(self) -> str:
+        return f"<nx function {self.__doc__}>"
+
+
+class Module:
+    """A loaded .nx module: functions and consts as attributes."""
+
+    def __init__(self, program: Program, backend):
+        self._program = program
+        self._backend = backend
+        backend.module = self
+        self.path = program.graph.root.source.path
+        self.consts = {s.name: s.value for s in program.consts}
+        self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
+                          if fn is not program.entry}
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name in self.functions:
+            return self.functions[name]
+        if name in self.consts:
+            return self.consts[name]
+        raise AttributeError(f"module {os.path.basename(self.path)} has no function or const '{name}'")
+
+    def __dir__(self):
+        return list(self.functions) + list(self.consts) + ["path", "consts", "functions", "main"]
+
+    def main(self) -> int:
+        """Run the module's gate in this process; returns its value."""
+        if self._program.entry is None:
+            raise AttributeError("this module has no gate (func main() -> i64)")
+        return self._backend.run_main()
+
+    # ---- argument conversion, shared by both backends ----
+    def _convert(self, value, param):
+        t, name = param.type, param.name
+        if isinstance(t, IntType):
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"argument '{name}' must be an integer ({t}), not {type(value).__name__}")
+            value = int(value)
+            lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.signed else (0, (1 << t.bits) - 1)
+            if not lo <= value <= hi:
+                raise ValueError(f"argument '{name}' = {value} does not fit in {t}")
+            return value
+        if isinstance(t, BoolType):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"argument '{name}' must be a bool, not {type(value).__name__}")
+            return bool(value)
+        assert isinstance(t, PointerType)
+        if value is None:
+            return ("null",)
+        if isinstance(value, Pointer):
+            if value.module is not self:
+                raise ValueError(f"argument '{name}': a pointer from another loaded module")
+            if value.type != t and not isinstance(t.target, VoidType):
+                raise TypeError(f"argument '{name}' must be {t}, not a {value.type} pointer")
+            return ("ptr", value.address)
+        if isinstance(value, np.ndarray):
+            want = dtype_for(t.target)
+            if isinstance(t.target, StructType):
+                raise TypeError(f"argument '{name}' ({t}) takes a Pointer handle from nx code, not an array")
+            if want is not None and value.dtype != want:
+                raise TypeError(f"argument '{name}' ({t}) needs a numpy array of dtype {want}, not {value.dtype}")
+            if not value.flags.c_contiguous:
+                raise ValueError(f"argument '{name}': the array must be C-contiguous (use np.ascontiguousarray)")
+            if not value.flags.writeable:
+                raise ValueError(f"argument '{name}': the array must be writeable")
+            return ("array", value)
+        raise TypeError(f"argument '{name}' ({t}) must be a numpy array, a Pointer or None, "
+                        f"not {type(value).__name__}")
+
+    def _read(self, address: int, t: Type):
+        raw = self._backend.read(address, t)
+        if isinstance(t, PointerType):
+            return Pointer(raw, t, self)
+        if isinstance(t, StructType):
+            raise TypeError("an embedded struct field: take its fields through the outer handle")
+        return raw
+
+    def _read_array(self, address: int, count: int, dtype) -> np.ndarray:
+        return self._backend.read_array(address, count, np.dtype(dtype))
+
+    def __repr__(self) -> str:
+        return f"<nx module {self.path} ({self._backend.name})>"
+
+
+class CBackend:
+    name = "c"
+
+    def __init__(self, program: Program, opt: str = "2"):
+        from .build_c import build, load as load_ext
+        from .emit_c import emit_c
+        self.program = program
+        self.emitted = emit_c(program)
+        self.built = build(self.emitted, opt=opt)
+        self.lib, self.ffi = load_ext(self.built)
+        self.module = None
+
+    def _trap(self) -> NxRuntimeError:
+        site = self.emitted.sites[self.lib.nxc_trap_site()]
+        return NxRuntimeError(f"{site.path}:{site.line}:{site.col}: runtime error: {site.what}")
+
+    def _c_arg(self, value, param, keep):
+        if isinstance(value, tuple):
+            kind = value[0]
+            if kind == "null":
+                return self.ffi.NULL
+            if kind == "ptr":
+                return self.ffi.cast("void *", value[1])
+            arr = value[1]
+            keep.append(arr)
+            return self.ffi.cast("void *", arr.ctypes.data)
+        return value
+
+    def call(self, fn: Function, converted, original):
+        keep = []
+        c_args = [self._c_arg(v, p, keep) for v, p in zip(converted, fn.params)]
+        wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
+        from .types import VOID
+        if fn.ret is VOID:
+            status = wrapper(*c_args)
+            result = None
+        else:
+            out = self.ffi.new(_out_ctype(fn.ret))
+            status = wrapper(*c_args, out)
+            result = out[0]
+        if status != 0:
+            raise self._trap()
+        if isinstance(fn.ret, PointerType):
+            return Pointer(int(self.ffi.cast("uintptr_t", result)), fn.ret, self.module)
+        if isinstance(fn.ret, BoolType):
+            return bool(result)
+        return result
+
+    def run_main(self) -> int:
+        out = self.ffi.new("int64_t *")
+        if self.lib.nxc_run_main(out) != 0:
+            raise self._trap()
+        return out[0]
+
+    def read(self, address: int, t: Type):
+        if address == 0:
+            raise NxRuntimeError("reading a field through a null pointer")
+        from .emit_c import c_type
+        ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
+        value = self.ffi.cast(ct + " *", address)[0]
+        return bool(value) if isinstance(t, BoolType) else int(value)
+
+    def read_array(self, address: int, count: int, dtype) -> np.ndarray:
+        buf = self.ffi.buffer(self.ffi.cast("char *", address), count * dtype.itemsize)
+        return np.frombuffer(bytes(buf), dtype=dtype).copy()
+
+
+def _out_ctype(t: Type) -> str:
+    """The C type of a result slot for `t` (pointers come back as void *)."""
+    from .emit_c import c_abi_type
+    return "void **" if isinstance(t, PointerType) else c_abi_type(t) + " *"
+
+
+def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2") -> Module:
+    """Check, build (or reuse the cached build) and load a .nx module.
+
+    Raises diagnostics.CompileError for mistakes in the .nx code.
+    """
+    from .frontend import check_file
+    if backend not in ("c", "py"):
+        raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
+    program = check_file(path, include, Diagnostics(warnings=False))
+    if backend == "c":
+        return Module(program, CBackend(program, opt))
+    from .run_py import PyBackend
+    return Module(program, PyBackend(program))
