@@ -1,0 +1,80 @@
+"""The one table of functions the nx runtime provides to `extern func`.
+
+Why it exists: the checker validates every `extern func NAME(...) -> T`
+declaration in a .nx module against this table (name known, parameter and
+result types equal), and both backends rely on it: the C emitter calls
+``nxrt_<NAME>`` from runtime/nx_runtime.h, the Python backend calls the
+same-named function (runtime/nx_f32.py for the float32 ops).  Keeping the
+signatures in one place means a new runtime function is added here, in the
+header and in the Python module, and nowhere else.
+
+Types are spelled as in nx source: "i64", "bool", "*void".
+float32 values are carried as i64 holding the binary32 bits in the low 32
+bits (upper 32 bits zero); NaN results are always 0x7FC00000.
+"""
+
+# name -> ((parameter types...), result type)
+EXTERNS = {
+    # float32 arithmetic, round to nearest even, subnormals kept
+    "nx_f32_add": (("i64", "i64"), "i64"),
+    "nx_f32_sub": (("i64", "i64"), "i64"),
+    "nx_f32_mul": (("i64", "i64"), "i64"),
+    "nx_f32_div": (("i64", "i64"), "i64"),
+    "nx_f32_sqrt": (("i64",), "i64"),
+    # float32 quiet comparisons (false if either is NaN; +0 == -0)
+    "nx_f32_lt": (("i64", "i64"), "bool"),
+    "nx_f32_le": (("i64", "i64"), "bool"),
+    "nx_f32_eq": (("i64", "i64"), "bool"),
+    # conversions: low 32 bits as int32 -> f32 (RNE); f32 -> int32 truncating,
+    # saturating (NaN -> 2147483647), sign-extended to i64
+    "nx_i32_to_f32": (("i64",), "i64"),
+    "nx_f32_to_i32": (("i64",), "i64"),
+    # memory: zeroed, 16-byte aligned, 0 on failure or nbytes <= 0
+    "sys_mmap": (("i64",), "*void"),
+    "sys_munmap": (("*void", "i64"), "i64"),
+    # write(2) to fd 1 or 2: bytes written or -1
+    "sys_write": (("i64", "*void", "i64"), "i64"),
+}
+
+# The externs that are pure float32 operations: no side effects, result
+# depends only on the arguments, implemented by nx_runtime.h on C `float`
+# (and by nx_f32.py in Python).  It exists for a later unboxing optimisation
+# in the C backend: chains of these calls can keep values in `float`
+# registers (nxrt_f32_from_bits / nxrt_f32_to_bits at the chain ends) instead
+# of bit-casting through int64 at every call.  Being pure, they may also be
+# constant-folded, CSE'd or removed when their result is unused.
+F32_PRIMITIVES = frozenset({
+    "nx_f32_add", "nx_f32_sub", "nx_f32_mul", "nx_f32_div", "nx_f32_sqrt",
+    "nx_f32_lt", "nx_f32_le", "nx_f32_eq",
+    "nx_i32_to_f32", "nx_f32_to_i32",
+})
+
+# For the unboxing pass: what each i64 argument / result of an F32_PRIMITIVES
+# function really is -- "f32" (binary32 bits), "i32" (an integer in the low
+# 32 bits), or "bool".  Only "f32" positions can be kept as C `float`.
+F32_OPERAND_KINDS = {
+    "nx_f32_add": (("f32", "f32"), "f32"),
+    "nx_f32_sub": (("f32", "f32"), "f32"),
+    "nx_f32_mul": (("f32", "f32"), "f32"),
+    "nx_f32_div": (("f32", "f32"), "f32"),
+    "nx_f32_sqrt": (("f32",), "f32"),
+    "nx_f32_lt": (("f32", "f32"), "bool"),
+    "nx_f32_le": (("f32", "f32"), "bool"),
+    "nx_f32_eq": (("f32", "f32"), "bool"),
+    "nx_i32_to_f32": (("i32",), "f32"),
+    "nx_f32_to_i32": (("f32",), "i32"),
+}
+
+# Prefix of the C implementation of every extern in runtime/nx_runtime.h.
+C_PREFIX = "nxrt_"
+
+
+def c_name(name: str) -> str:
+    """C function implementing extern `name` (e.g. nxrt_nx_f32_add)."""
+    if name not in EXTERNS:
+        raise KeyError(f"unknown runtime extern {name!r}")
+    return C_PREFIX + name
+
+
+assert F32_PRIMITIVES <= EXTERNS.keys()
+assert F32_OPERAND_KINDS.keys() == F32_PRIMITIVES
