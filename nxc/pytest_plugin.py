@@ -32,6 +32,10 @@ def pytest_addoption(parser):
     group.addoption("--nx-opt", default=None, choices=["0", "2", "native"], help="C optimisation level (default 2)")
     group.addoption("--nx-include", action="append", default=[], metavar="DIR",
                     help="also look for imported .nx modules in DIR")
+    group.addoption("--nx-soft-f32", action="store_true", default=False,
+                    help="float32 primitives in .nx code (nx_src/nx_f32_soft.nx) instead of the runtime's")
+    parser.addini("nx_collect", "collect .nx files: auto (default: unless pytest took its paths from "
+                  "testpaths), always, or never", default="auto")
     parser.addini("nx_backend", "default for --nx-backend", default="c")
     parser.addini("nx_timeout", "default for --nx-timeout (seconds)", default="60")
 
@@ -47,7 +51,8 @@ def _options(config) -> runner.Options:
         raise pytest.UsageError("--nx-timeout must be positive")
     return runner.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
                           opt=config.getoption("nx_opt") or "2", use_cache=not config.getoption("nx_no_cache"),
-                          include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout")
+                          include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout",
+                          soft_f32=bool(config.getoption("nx_soft_f32")))
 
 
 def pytest_configure(config):
@@ -58,9 +63,24 @@ def pytest_configure(config):
 
 
 def pytest_collect_file(file_path, parent):
-    if file_path.suffix == ".nx":
+    if file_path.suffix == ".nx" and _collects_nx(parent.config):
         return NxFile.from_parent(parent, path=file_path)
     return None
+
+
+def _collects_nx(config) -> bool:
+    """`pytest nx_src/` collects gates; a bare `pytest` in a project whose
+    `testpaths` hold Python tests does not pick up the .nx fixtures lying
+    there (tests/nx/*.nx in nxc itself), which the suite already runs its own
+    way. `nx_collect = always` (or never) in the ini file overrides."""
+    mode = str(config.getini("nx_collect") or "auto").strip().lower()
+    if mode in ("always", "true", "yes", "1"):
+        return True
+    if mode in ("never", "false", "no", "0"):
+        return False
+    source = getattr(config, "args_source", None)
+    testpaths = getattr(getattr(pytest.Config, "ArgsSource", None), "TESTPATHS", object())
+    return source != testpaths
 
 
 class NxFile(pytest.File):

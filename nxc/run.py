@@ -184,8 +184,15 @@ def describe_failure(outcome: Outcome, context: int = 2) -> str:
         mark = ">" if n == pos.line else " "
         lines.append(f" {mark}{n:5d} | {text}")
     for text, value in outcome.captured:
-        lines.append(f"        {text} = {value}")
+        lines.append(f"        {text} = {_show_value(value)}")
     return "\n".join(lines)
+
+
+def _show_value(value) -> str:
+    """Large integers also in hex: float32 bit patterns and masks read better so."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 0x10000:
+        return f"{value} (0x{value & 0xFFFFFFFFFFFFFFFF:X})"
+    return str(value)
 
 
 def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: bool = True,

@@ -71,6 +71,7 @@ class Options:
     use_cache: bool = True
     include: list = field(default_factory=list)
     timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
+    soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
 
 
 @dataclass
@@ -148,13 +149,19 @@ def find_modules(paths: list[str]) -> list[str]:
             add(p)                  # named explicitly: taken whatever its suffix
         elif os.path.isdir(p):
             for folder, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "__pycache__")
+                dirs[:] = sorted(d for d in dirs if not _skipped_dir(folder, d))
                 for name in sorted(files):
                     if name.endswith(".nx"):
                         add(os.path.join(folder, name))
         else:
             raise UsageError(f"no such file or folder: '{p}'")
     return found
+
+
+def _skipped_dir(parent: str, name: str) -> bool:
+    """Hidden folders, __pycache__ and virtual environments hold no modules of the tree."""
+    return (name.startswith(".") or name == "__pycache__"
+            or os.path.isfile(os.path.join(parent, name, "pyvenv.cfg")))
 
 
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -296,7 +303,8 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         return Result(item.id, item.display, item.kind, item.backend, status, **kw)
 
     try:
-        program = check_file(unit.path, list(options.include), Diagnostics(warnings=False))
+        program = check_file(unit.path, list(options.include), Diagnostics(warnings=False),
+                             soft_f32=options.soft_f32)
     except CompileError as exc:
         return [compile_error_result(result(it, COMPILE_ERROR), exc.diagnostics,
                                      time.perf_counter() - start) for it in unit.items]
@@ -577,7 +585,8 @@ class Reporter:
         self.say(f"nxc test: {modules} module{'s' if modules != 1 else ''} ({gates} gate{'s' if gates != 1 else ''}, "
                  f"{modules - gates} librar{'ies' if modules - gates != 1 else 'y'}), "
                  f"backend {'+'.join(options.backends)}, {workers} worker{'s' if workers != 1 else ''}, "
-                 f"timeout {options.timeout:g} s{'' if options.use_cache else ', no cache'}")
+                 f"timeout {options.timeout:g} s{'' if options.use_cache else ', no cache'}"
+                 f"{', soft f32' if options.soft_f32 else ''}")
 
     def result(self, r: Result) -> None:
         self.done += 1
@@ -619,7 +628,7 @@ class Reporter:
             write(f"C builds: {compiled} compiled, {len(builds) - compiled} from the cache")
         if interrupted:
             write(f"interrupted: {not_run} not run")
-        elif stopped_early:
+        elif stopped_early and not_run:
             write(f"stopped after the first failure (-x): {not_run} not run")
         write(summary_line(results, elapsed))
 
@@ -653,15 +662,15 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
             case.set("line", str(r.line))
         if r.passed:
             continue
-        tag = "error" if r.status in (COMPILE_ERROR, ERROR) else "failure"
-        el = ET.SubElement(case, tag, message=f"{r.status}: {r.message}", type=r.status)
-        el.text = r.report
-        props = ET.SubElement(case, "properties")
+        props = ET.SubElement(case, "properties")       # before <failure>, as the JUnit schema orders them
         ET.SubElement(props, "property", name="backend", value=r.backend)
         if r.value is not None:
             ET.SubElement(props, "property", name="value", value=str(r.value))
         for text, value in r.captured:
             ET.SubElement(props, "property", name=f"captured: {text}", value=str(value))
+        tag = "error" if r.status in (COMPILE_ERROR, ERROR) else "failure"
+        el = ET.SubElement(case, tag, message=f"{r.status}: {r.message}", type=r.status)
+        el.text = r.report
     ET.indent(suites)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -673,7 +682,8 @@ def options_from_args(args) -> Options:
     backend = getattr(args, "backend", "c")
     return Options(backends=("c", "py") if backend == "both" else (backend,),
                    timeout=getattr(args, "timeout", 60.0), opt=getattr(args, "opt", "2"),
-                   use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []))
+                   use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []),
+                   soft_f32=getattr(args, "soft_f32", False))
 
 
 def main(args) -> int:
@@ -738,12 +748,12 @@ def _main(args) -> int:
             # Biggest modules first: their front ends are the long poles.
             ordered = sorted(units, key=lambda u: -_size(u.path))
             pool = _Pool(workers, options)
+            finished = False
             try:
                 pool.run(ordered, on_results)
-            except KeyboardInterrupt:
-                pool.close(kill=True)
-                raise
-            pool.close(kill=stop["early"])
+                finished = not stop["early"]
+            finally:
+                pool.close(kill=not finished)     # -x, Ctrl-C, a closed stdout: stop what still runs
     except KeyboardInterrupt:
         interrupted = True
     elapsed = time.perf_counter() - start

@@ -1,0 +1,298 @@
+"""`nxc test`: every outcome explained, the run going on past each, the options,
+the build cache and concurrent runs. The command runs as a subprocess, as a
+user runs it (its worker pool forks, which is best kept out of pytest's own
+process)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from nx_gate_fixtures import EXPECTED, FILES, line_of, write_tree
+
+REPO = Path(__file__).resolve().parents[1]
+TIMEOUT = "1.5"     # the hang test waits this long; keep it small
+SUMMARY = re.compile(r"^(\d+) passed, (\d+) failed(, .*)? in [\d.]+s$")
+
+
+def nxc_test(*args, cwd, env=None, timeout=180) -> subprocess.CompletedProcess:
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), e.get("PYTHONPATH")]))
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "nxc", "test", *args], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def json_results(proc) -> dict:
+    return {d["id"]: d for d in map(json.loads, proc.stdout.splitlines())}
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> str:
+    return write_tree(tmp_path_factory.mktemp("gates"))
+
+
+def test_every_outcome_is_reported_and_the_run_goes_on(tree):
+    # -j 1 runs in collection order: the crash and the hang come before
+    # lib.nx and pass.nx, which must still run.
+    proc = nxc_test("-j", "1", "--timeout", TIMEOUT, cwd=tree)
+    out = proc.stdout
+    assert proc.returncode == 1, proc.stderr
+    for name, status in EXPECTED.items():
+        assert re.search(rf"^\[\s*\d+/7\] {re.escape(status)}\s+{re.escape(name)}\b", out, re.M), (name, out)
+    # FAIL: the value, path:line of the return, the source around it, the guard's operands.
+    fail_line = line_of("fail.nx", "return 10")
+    assert f"FAIL main returned 10 at fail.nx:{fail_line}" in out
+    assert f" >{fail_line:5d} |     if r != NX_OK {{ return 10 }}" in out
+    assert "        r = 3\n        NX_OK = 0" in out
+    # The compile error is its own outcome, with the diagnostic and its caret.
+    assert "compile_error.nx:3:12: error: undefined name 'coutn'; did you mean 'count'?" in out
+    assert "CRASH (SIGSEGV)" in out
+    assert "TIMEOUT: the gate did not finish in 1.5 s" in out
+    assert "divzero.nx:3:15: runtime error: division by zero" in out
+    assert "Traceback" not in out + proc.stderr
+    last = out.rstrip().splitlines()[-1]
+    assert SUMMARY.match(last), last
+    assert last.startswith("2 passed, 1 failed, 1 compile error, 1 runtime error, 1 crash, 1 timeout in ")
+
+
+def test_json_lines_and_junit_xml_in_parallel(tree, tmp_path):
+    junit = tmp_path / "out" / "gates.xml"
+    proc = nxc_test("--json", "-j", "2", "--timeout", TIMEOUT, "--junit-xml", str(junit), cwd=tree)
+    assert proc.returncode == 1, proc.stderr
+    results = json_results(proc)            # every stdout line is one JSON object
+    assert {k: v["status"] for k, v in results.items()} == EXPECTED
+    fail = results["fail.nx"]
+    assert fail["value"] == 10 and fail["location"] == f"fail.nx:{line_of('fail.nx', 'return 10')}"
+    assert fail["captured"] == [{"text": "r", "value": 3}, {"text": "NX_OK", "value": 0}]
+    assert results["lib.nx"]["kind"] == "library" and results["pass.nx"]["kind"] == "gate"
+    assert results["crash.nx"]["message"] == "SIGSEGV"
+    assert "undefined name 'coutn'" in results["compile_error.nx"]["report"]
+    assert SUMMARY.match(proc.stderr.strip().splitlines()[-1])
+
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("7", "4", "1")
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["pass.nx"].find("failure") is None
+    failure = cases["fail.nx"].find("failure")
+    assert failure.get("message").startswith("FAIL: main returned 10 at fail.nx:")
+    assert "r = 3" in failure.text
+    assert cases["compile_error.nx"].find("error") is not None
+    assert cases["hang.nx"].find("failure").get("type") == "TIMEOUT"
+
+
+def test_keyword_filter(tree):
+    proc = nxc_test("--json", "-k", "fail or pass", cwd=tree)
+    assert set(json_results(proc)) == {"fail.nx", "pass.nx"}
+    assert proc.returncode == 1
+    proc = nxc_test("--json", "-k", "library", cwd=tree)        # the kind is a keyword too
+    assert set(json_results(proc)) == {"lib.nx"} and proc.returncode == 0
+    proc = nxc_test("--json", "-k", "pass and not (fail or crash)", cwd=tree)
+    assert set(json_results(proc)) == {"pass.nx"} and proc.returncode == 0
+
+
+def test_exitfirst_stops_at_the_first_failure(tree):
+    proc = nxc_test("-x", "-j", "1", "--json", cwd=tree)
+    results = json_results(proc)
+    assert list(results) == ["compile_error.nx"]            # first in collection order
+    assert proc.returncode == 1
+    assert "stopped after the first failure (-x): 6 not run" in proc.stderr
+
+
+def test_exitfirst_in_parallel_kills_what_is_running(tree):
+    # hang.nx would hold a worker for 60 s; -x must not wait for it.
+    proc = nxc_test("-x", "-j", "2", "--json", "-k", "hang or crash", timeout=50, cwd=tree)
+    assert proc.returncode == 1
+    assert [r["status"] for r in json_results(proc).values()] == ["CRASH"]
+
+
+def test_parallel_jobs_overlap(tmp_path):
+    for name in ("hang_a.nx", "hang_b.nx"):
+        (tmp_path / name).write_text(FILES["hang.nx"], encoding="utf-8")
+    nxc_test("--timeout", "0.1", cwd=tmp_path)     # build both first: only the gates' time is left
+    proc = nxc_test("-j", "2", "--timeout", "2", cwd=tmp_path)
+    assert "2 workers" in proc.stdout
+    m = re.search(r"(\d+) timeouts in ([\d.]+)s$", proc.stdout.strip())
+    assert m and m.group(1) == "2", proc.stdout
+    assert float(m.group(2)) < 3.8, "two 2 s timeouts on two workers should overlap"
+
+
+def test_list_collects_without_running(tree, tmp_path):
+    cache = tmp_path / "cache"
+    proc = nxc_test("--list", cwd=tree, env={"NXC_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0
+    lines = proc.stdout.splitlines()
+    assert "lib.nx  (library)" in lines and "fail.nx  (gate)" in lines
+    assert lines[-1] == "7 items collected"
+    assert not cache.exists()                   # nothing was built
+
+
+def test_default_path_is_the_current_folder(tree):
+    proc = nxc_test("--list", "-q", "-k", "pass", cwd=tree)
+    assert proc.stdout.split() == ["pass.nx"]
+
+
+def test_warm_run_does_not_compile_and_no_cache_does(tree, tmp_path):
+    env = {"NXC_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("--json", "-k", "pass or lib or fail", str(tree))
+    cold = json_results(nxc_test(*args, cwd=tmp_path, env=env))
+    warm = json_results(nxc_test(*args, cwd=tmp_path, env=env))
+    assert len(cold) == 3
+    assert all(r["build_cached"] is False for r in cold.values())
+    assert all(r["build_cached"] is True for r in warm.values())
+    assert {k: r["status"] for k, r in warm.items()} == {k: r["status"] for k, r in cold.items()}
+    again = json_results(nxc_test("--no-cache", *args, cwd=tmp_path, env=env))
+    assert all(r["build_cached"] is False for r in again.values())
+    proc = nxc_test("-k", "pass or lib", str(tree), cwd=tmp_path, env=env)
+    assert "C builds: 0 compiled, 2 from the cache" in proc.stdout
+
+
+def test_two_runs_at_once_both_succeed(tree, tmp_path):
+    env = dict(os.environ, NXC_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "nxc", "test", "-q", "-k", "pass or lib or fail", tree]
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=180) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 1, err               # fail.nx fails; nothing else may
+        assert out.rstrip().splitlines()[-1].startswith("2 passed, 1 failed in "), out + err
+
+
+def test_nothing_to_run_and_bad_usage(tmp_path):
+    assert nxc_test(cwd=tmp_path).returncode == 5
+    proc = nxc_test("no/such/folder", cwd=tmp_path)
+    assert proc.returncode == 2 and "no such file or folder" in proc.stderr
+    proc = nxc_test("-k", "(pass", cwd=tmp_path)
+    assert proc.returncode == 2 and "-k" in proc.stderr
+    proc = nxc_test("--timeout", "0", cwd=tmp_path)
+    assert proc.returncode == 2
+    for out in (proc.stdout, proc.stderr):
+        assert "Traceback" not in out
+
+
+def test_backend_both_runs_each_gate_on_each_backend(tree):
+    pytest.importorskip("nxc.run_py")
+    proc = nxc_test("--json", "--backend", "both", "-k", "pass or fail or lib", cwd=tree)
+    results = json_results(proc)
+    assert set(results) == {f"{n}[{b}]" for n in ("pass.nx", "fail.nx", "lib.nx") for b in ("c", "py")}
+    assert results["fail.nx[py]"]["value"] == 10 and results["fail.nx[c]"]["value"] == 10
+    assert results["pass.nx[py]"]["status"] == "PASS"
+
+
+def test_backend_py(tree):
+    pytest.importorskip("nxc.run_py")
+    proc = nxc_test("--json", "--backend", "py", "-k", "pass or fail", cwd=tree)
+    results = json_results(proc)
+    assert results["pass.nx"]["status"] == "PASS" and results["pass.nx"]["backend"] == "py"
+    assert results["fail.nx"]["status"] == "FAIL" and results["fail.nx"]["value"] == 10
+
+
+# ---- the runner's pieces, in process ----
+def test_keyword_expression():
+    from nxc.runner import KeywordExpression, UsageError
+    words = ["dir/fail.nx", "fail.nx", "fail", "gate", "c"]
+    assert KeywordExpression("FAIL").matches(words)
+    assert KeywordExpression("not pass and (gate or library)").matches(words)
+    assert not KeywordExpression("fail and not gate").matches(words)
+    for bad in ("(", "a and", "or b", "a )"):
+        with pytest.raises(UsageError):
+            KeywordExpression(bad)
+
+
+def test_scan_kind_ignores_commented_out_main(tmp_path):
+    from nxc.runner import scan_kind
+    p = tmp_path / "m.nx"
+    p.write_text("// func main() -> i64\n/* func main() -> i64 {\n} */\nfunc f() -> i64 { return 0 }\n")
+    assert scan_kind(str(p)) == ("library", 0)
+    p.write_text("/* header\n */\n\nfunc main() -> i64 {\n    return 0\n}\n")
+    assert scan_kind(str(p)) == ("gate", 4)
+
+
+# ---- guard operands: recorded while the condition runs, in the C backend ----
+def _run_c(path):
+    from nxc.diagnostics import Diagnostics
+    from nxc.frontend import check_file
+    from nxc.run import execute
+    return execute(check_file(path, diags=Diagnostics()), "c", timeout=30)[0]
+
+
+def test_captured_operands_are_the_values_the_condition_saw(write_nx):
+    # A call is recorded, not evaluated again: bump() would give 4 the second time.
+    # Both operands of || ran here, each with its own value.
+    path = write_nx("""
+        var calls: i64 = 0
+
+        func bump() -> i64 {
+            calls = calls + 1
+            return calls
+        }
+
+        func main() -> i64 {
+            if bump() != 1 { return 1 }
+            if bump() == 7 || bump() != 2 { return 2 }
+            return 0
+        }
+    """)
+    outcome = _run_c(path)
+    assert (outcome.status, outcome.value) == ("FAIL", 2)
+    assert outcome.captured == [("bump()", 2), ("bump()", 3)]
+
+
+def test_captured_operands_follow_short_circuit_and_types(write_nx):
+    path = write_nx("""
+        func main() -> i64 {
+            let big: u64 = 0xFFFFFFFFFFFFFFFF
+            let ok: bool = false
+            let p: *i64 = 0 as *i64
+            let small: i8 = -3
+            if big == 1 || small > 0 { return 1 }
+            if (small as i64) + 1 == -2 && !ok && p == 0 as *i64 && big != 0 { return 7 }
+            return 0
+        }
+    """)
+    outcome = _run_c(path)
+    assert (outcome.status, outcome.value) == ("FAIL", 7)
+    assert outcome.captured == [("small as i64 + 1", -2), ("ok", "false"), ("p", "0x0"),
+                                ("big", 18446744073709551615)]
+
+
+def test_short_circuited_operands_are_not_shown(write_nx):
+    path = write_nx("""
+        const LIMIT: i64 = 5
+        func main() -> i64 {
+            let a: i64 = 9
+            let b: i64 = 1
+            if a > LIMIT || b > LIMIT { return 3 }
+            return 0
+        }
+    """)
+    outcome = _run_c(path)
+    assert outcome.value == 3
+    assert outcome.captured == [("a", 9), ("LIMIT", 5)]        # `b > LIMIT` never ran
+
+
+def test_render_expr_keeps_needed_parentheses(write_nx):
+    from nxc.diagnostics import Diagnostics
+    from nxc.frontend import check_file
+    from nxc.guards import guard_operands, render_expr
+    path = write_nx("""
+        func f(x: i64) -> i64 { return x }
+        func main() -> i64 {
+            let a: i64 = 1
+            let b: i64 = 2
+            let p: *i64 = 0 as *i64
+            if (a + b) * 2 != f(a - (b - 1)) || (a & 0x7F) >= -b || -(a + b) < p[a << 1] { return 1 }
+            return 0
+        }
+    """)
+    program = check_file(path, diags=Diagnostics())
+    guard = program.gate_returns[0].guard
+    assert [render_expr(e) for e in guard_operands(guard)] == [
+        "(a + b) * 2", "f(a - (b - 1))", "a & 0x7F", "-b", "-(a + b)", "p[a << 1]"]
