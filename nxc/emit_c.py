@@ -26,6 +26,7 @@ import jinja2
 
 from . import __version__, ast
 from .check import Function, Program
+from .f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name, unboxed_locals
 from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
 from .paths import templates_dir
 from .types import (BOOL, I64, VOID, BoolType, IntType, PointerType, StructType, Type,
@@ -105,8 +106,9 @@ class EmittedC:
 
 
 def _has_call(e) -> bool:
+    """A call with possible side effects inside (float32 primitives are pure)."""
     if isinstance(e, ast.Call):
-        return True
+        return primitive_name(e) is None or any(_has_call(a) for a in e.args)
     if e is None or e.const is not None:
         return False
     if isinstance(e, ast.Unary):
@@ -137,9 +139,12 @@ class FunctionEmitter:
     """Writes one function body; keeps its temporaries and indentation."""
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool,
-                 captures: dict[int, list[CapturedOperand]] | None = None):
+                 captures: dict[int, list[CapturedOperand]] | None = None, unbox_f32: bool = True):
         self.program = program
         self.fn = fn
+        # Float32 unboxing (nxc/f32_unbox.py): these locals are C floats.
+        self.unbox_f32 = unbox_f32
+        self.float_locals = unboxed_locals(fn.decl.body) if unbox_f32 else set()
         self.sites = sites
         self.gate = gate
         self.lines: list[str] = []
@@ -198,10 +203,16 @@ class FunctionEmitter:
         getattr(self, "stmt_" + type(s).__name__)(s)
 
     def stmt_VarDecl(self, s: ast.VarDecl) -> None:
+        if s.sym in self.float_locals:
+            self.emit(f"float lf_{s.sym.unique} = {self.float_expr(s.value)};")
+            return
         self.emit(f"{c_type(s.sym.type)} l_{s.sym.unique} = {self.expr(s.value)};")
 
     def stmt_Assign(self, s: ast.Assign) -> None:
         target, value = s.target, s.value
+        if isinstance(target, ast.Name) and target.sym in self.float_locals:
+            self.emit(f"lf_{target.sym.unique} = {self.float_expr(value)};")
+            return
         if s.op == "=":
             v = self.expr(value)
             if _has_call(value) and not _is_stable_place(target):
@@ -300,6 +311,8 @@ class FunctionEmitter:
 
     def expr_Name(self, e: ast.Name) -> str:
         sym = e.sym
+        if sym in self.float_locals:        # its bits are observed here
+            return f"nxrt_f32_to_bits(lf_{sym.unique})"
         if sym.kind in ("local", "param"):
             return f"l_{sym.unique}"
         if sym.kind == "global":
@@ -362,6 +375,12 @@ class FunctionEmitter:
         return f"(({c_type(dst)}){a})"
 
     def expr_Call(self, e: ast.Call) -> str:
+        name = primitive_name(e) if self.unbox_f32 else None
+        if name in F32_RESULT:
+            return f"nxrt_f32_to_bits({self.float_expr(e)})"
+        if name in F32_COMPARE:
+            a, b = self.float_operands(e)
+            return f"({a} {F32_COMPARE[name]} {b})"
         pres, args = [], []
         for i, a in enumerate(e.args):
             pre, text = self.sequenced(a, e.args[i + 1:])
@@ -370,6 +389,33 @@ class FunctionEmitter:
             args.append(text)
         call = f"{func_c_name(e.func.sym)}({', '.join(args)})"
         return f"({', '.join(pres)}, {call})" if pres else call
+
+    # ---- float32 expressions (unboxed; see nxc/f32_unbox.py) ----
+    def float_expr(self, e: ast.Expr) -> str:
+        """C `float` expression for an expression that holds float32 bits."""
+        if isinstance(e, ast.Name) and e.sym in self.float_locals:
+            return f"lf_{e.sym.unique}"
+        name = primitive_name(e)
+        if name in F32_BINARY:
+            a, b = self.float_operands(e)
+            return f"({a} {F32_BINARY[name]} {b})"
+        if name == "nx_f32_sqrt":
+            return f"nxrt_f32_sqrtf({self.float_expr(e.args[0])})"
+        if name == "nx_i32_to_f32":
+            return f"((float)(int32_t){self.expr(e.args[0])})"
+        if e.const is not None:
+            return f"nxrt_f32_from_bits({c_int_literal(e.const, I64)})"
+        return f"nxrt_f32_from_bits({self.expr(e)})"
+
+    def float_operands(self, e: ast.Call) -> tuple[str, str]:
+        """Both operands as floats, left before right (a temporary if needed)."""
+        left, right = e.args
+        a = self.float_expr(left)
+        if _has_call(right) and not (_is_stable(left) or isinstance(left, ast.Name)):
+            tmp = f"nx_t{len(self.temps)}"
+            self.temps.append(f"float {tmp};")
+            return f"({tmp} = {a}, {tmp})", self.float_expr(right)
+        return a, self.float_expr(right)
 
     def expr_Index(self, e: ast.Index) -> str:
         pre, base = self.sequenced(e.base, [e.index])
@@ -426,12 +472,15 @@ def signature(fn: Function) -> str:
     return f"static {c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
-def emit_c(program: Program) -> EmittedC:
+def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
+    """unbox_f32=False writes every float32 primitive as a runtime call on bits
+    (the plain path the unboxed code must agree with, bit for bit)."""
     sites: list[Site] = []
     captures: dict[int, list[CapturedOperand]] = {}
     functions = []
     for fn in program.functions:
-        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, captures=captures).body()
+        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, captures=captures,
+                               unbox_f32=unbox_f32).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,

@@ -104,14 +104,17 @@ static inline int64_t nxrt_nx_f32_div(int64_t a, int64_t b)
     return nxrt_f32_to_bits(nxrt_f32_from_bits(a) / nxrt_f32_from_bits(b));
 }
 
+/* sqrt on a float, for code that keeps float32 values unboxed (nxc's C
+   backend): NaN and negatives (not -0) -> a NaN without touching errno/libm;
+   sqrt(-0) = -0 and sqrt(+inf) = +inf fall through to sqrtf. */
+static inline float nxrt_f32_sqrtf(float f)
+{
+    return f >= 0.0f ? sqrtf(f) : __builtin_nanf("");
+}
+
 static inline int64_t nxrt_nx_f32_sqrt(int64_t a)
 {
-    float f = nxrt_f32_from_bits(a);
-    /* NaN and negatives (not -0) -> NaN without touching errno/libm;
-       sqrt(-0) = -0 and sqrt(+inf) = +inf fall through to sqrtf. */
-    if (!(f >= 0.0f))
-        return NXRT_F32_CANONICAL_NAN;
-    return nxrt_f32_to_bits(sqrtf(f));
+    return nxrt_f32_to_bits(nxrt_f32_sqrtf(nxrt_f32_from_bits(a)));
 }
 
 /* ------------------------------------------------------------------------ */

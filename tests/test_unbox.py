@@ -1,0 +1,55 @@
+"""Float32 unboxing in the C backend changes speed, never bits."""
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+
+from nxc.build_c import build, load
+from nxc.diagnostics import Diagnostics
+from nxc.emit_c import emit_c
+from nxc.frontend import check_file
+from nxc.paths import bundled_dir
+from nxc.run import run_gate_c
+
+DRIVER = os.path.join(os.path.dirname(__file__), "nx", "unbox_driver.nx")
+
+
+def _lib(program, unbox: bool):
+    emitted = emit_c(program, unbox_f32=unbox)
+    return load(build(emitted)), emitted
+
+
+def test_unboxed_code_uses_floats():
+    program = check_file(os.path.join(bundled_dir(), "nx_f32_attention.nx"), diags=Diagnostics())
+    text = emit_c(program).text
+    assert "float lf_acc = " in text
+    assert "lf_acc = (lf_acc + (nxrt_f32_from_bits(" in text
+    plain = emit_c(program, unbox_f32=False).text
+    assert "float lf_" not in plain and "nxrt_nx_f32_add(" in plain
+
+
+def test_unboxed_and_plain_agree_bit_for_bit_on_awkward_values():
+    program = check_file(DRIVER, diags=Diagnostics())
+    results = []
+    for unbox in (False, True):
+        (lib, ffi), _ = _lib(program, unbox)
+        out = ffi.new("int64_t[4000]")
+        h_ops = ffi.new("uint64_t *")
+        h_k = ffi.new("uint64_t *")
+        assert lib.nxw_ub_ops(4000, out, h_ops) == 0
+        assert lib.nxw_ub_kernels(h_k) == 0
+        results.append((h_ops[0], h_k[0], list(out)))
+    assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("path", sorted(glob.glob(os.path.join(bundled_dir(), "*.nx"))),
+                         ids=os.path.basename)
+def test_bundled_gates_pass_on_the_plain_path_too(path):
+    program = check_file(path, diags=Diagnostics())
+    if program.entry is None:
+        return
+    emitted = emit_c(program, unbox_f32=False)
+    outcome = run_gate_c(program, emitted, build(emitted), timeout=120)
+    assert outcome.status == "PASS", (outcome.status, outcome.value)
