@@ -103,7 +103,13 @@ def _start_of(child):
     return None, None
 
 
-_PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}   # `=` of a declaration
+_PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}
+
+# Binding strength of each binary operator (higher binds tighter); see
+# docs/language.md. Comparisons do not associate.
+BINARY_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
+                     "|": 4, "^": 5, "&": 6, "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
+_COMPARISON = 3   # `=` of a declaration
 
 
 def _callback(method, name):
@@ -234,8 +240,27 @@ class _ToAst:
         return ast.ExprStmt(self._p(meta), expr)
 
     # ---- expressions ----
-    def binary(self, meta, left, op, right):
-        return ast.Binary(self._p(op), op.value, left, right)
+    def binary_chain(self, meta, *items):
+        """operand (op operand)* -> a Binary tree, by precedence climbing."""
+        operands, ops = list(items[0::2]), list(items[1::2])
+        pos = 0
+
+        def climb(min_prec: int):
+            nonlocal pos
+            left = operands[pos]
+            while pos < len(ops) and BINARY_PRECEDENCE[ops[pos].value] >= min_prec:
+                op = ops[pos]
+                prec = BINARY_PRECEDENCE[op.value]
+                pos += 1
+                right = climb(prec + 1)
+                left = ast.Binary(self._p(op), op.value, left, right)
+                if prec == _COMPARISON and pos < len(ops) and BINARY_PRECEDENCE[ops[pos].value] == _COMPARISON:
+                    nxt = ops[pos]
+                    self.diags.error(self._p(nxt), f"unexpected '{nxt.value}' (comparisons do not chain: "
+                                     "write (a < b) && (b < c))")
+            return left
+
+        return climb(0)
 
     def unary(self, meta, op, operand):
         return ast.Unary(self._p(op), op.value, operand)
