@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""nxc benchmarks: one table, every figure measured side by side in one run.
+
+    python bench/run_bench.py            # the full table (several minutes)
+    python bench/run_bench.py --quick    # smaller sizes, for a smoke test
+
+Sections: 1. GQA attention, nx C vs hand-written C vs numpy; 2. paged vs
+contiguous KV cache per decode step; 3. build times; 4. front-end
+throughput; 5. Python backend vs C backend. Times are medians over repeats.
+Not part of the test suite: these machines are shared and noisy, so targets
+are read off ratios measured in the same run, never asserted in tests.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+import nxc  # noqa: E402
+from nxc.build_c import BASE_FLAGS, build, compiler, flags_for, load  # noqa: E402
+from nxc.diagnostics import Diagnostics  # noqa: E402
+from nxc.emit_c import EmittedC, emit_c  # noqa: E402
+from nxc.frontend import check_file  # noqa: E402
+from nxc.paths import bundled_dir, runtime_dir  # noqa: E402
+
+ROWS: list[tuple[str, str, str]] = []
+
+
+def row(section: str, what: str, value: str) -> None:
+    ROWS.append((section, what, value))
+    print(f"  {what:<58} {value}", flush=True)
+
+
+def median_time(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.2f} ms"
+
+
+def machine() -> str:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cc = subprocess.run([compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    return (f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} CPUs, "
+            f"Python {platform.python_version()}, {cc}, numpy {np.__version__}")
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    return nxc.f32.to_bits(x)
+
+
+# ---------------------------------------------------------------- 1. GQA
+def hand_c():
+    """bench/hand_gqa.c, built with nxc's flags and loaded the same way (cffi)."""
+    with open(os.path.join(HERE, "hand_gqa.c"), encoding="utf-8") as f:
+        text = f.read()
+    cdef = ("int64_t hand_gqa_attention(const int64_t *, const int64_t *, const int64_t *, int64_t, "
+            "int64_t, int64_t, int64_t, int64_t, int64_t *);\n")
+    lib, ffi = load(build(EmittedC(text, cdef, [])))
+    return lib, ffi
+
+
+def numpy_gqa(Q, K, V, n, hq, hkv, d, scale):
+    q = Q.reshape(n, hq, d).transpose(1, 0, 2)
+    k = np.repeat(K.reshape(n, hkv, d).transpose(1, 0, 2), hq // hkv, axis=0)
+    v = np.repeat(V.reshape(n, hkv, d).transpose(1, 0, 2), hq // hkv, axis=0)
+    s = (q @ k.transpose(0, 2, 1)) * scale
+    p = np.exp(s - s.max(axis=2, keepdims=True))
+    p /= p.sum(axis=2, keepdims=True)
+    return (p @ v).transpose(1, 0, 2).reshape(n, hq * d)
+
+
+def bench_gqa(sizes, repeats):
+    print("1. GQA attention (32 query heads, 8 kv heads, head_dim 128)")
+    hq, hkv, d = 32, 8, 128
+    nx = nxc.load(os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx"))
+    lib, ffi = hand_c()
+    rng = np.random.default_rng(1)
+    scale = float(np.float32(1 / np.sqrt(d)))
+    sbits = int(bits(np.float32(scale)))
+    prev = None
+    for n in sizes:
+        Q = rng.standard_normal((n, hq * d), dtype=np.float32)
+        K = rng.standard_normal((n, hkv * d), dtype=np.float32)
+        V = rng.standard_normal((n, hkv * d), dtype=np.float32)
+        qb, kb, vb = bits(Q.ravel()), bits(K.ravel()), bits(V.ravel())
+        out_nx = np.zeros(n * hq * d, np.int64)
+        out_c = np.zeros(n * hq * d, np.int64)
+        p = lambda a: ffi.cast("int64_t *", a.ctypes.data)  # noqa: E731
+        reps = max(1, repeats if n <= 128 else repeats // 2)
+        t_nx = median_time(lambda: nx.nx_f32_gqa_attention(qb, kb, vb, n, hq, hkv, d, sbits, out_nx), reps)
+        t_c = median_time(lambda: lib.hand_gqa_attention(p(qb), p(kb), p(vb), n, hq, hkv, d, sbits, p(out_c)), reps)
+        t_np = median_time(lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale), max(3, reps))
+        same = np.array_equal(out_nx, out_c)
+        row("gqa", f"n={n}: nx C / hand C / numpy",
+            f"{ms(t_nx)} / {ms(t_c)} / {ms(t_np)}   nx/hand = {t_nx / t_c:.3f}"
+            f"{'' if same else '  (OUTPUTS DIFFER)'}")
+        if prev is not None:
+            row("gqa", f"n={n}: growth vs n={prev[0]} (nx C; 4.0 = quadratic)", f"{t_nx / prev[1]:.2f}x")
+        prev = (n, t_nx)
+
+
+# ---------------------------------------------------------------- 2. paged vs contiguous
+PAGED_DRIVER = '''
+import "nx_f32_attn_paged.nx"
+import "nx_f32_attn_with_cache.nx"
+'''
+
+
+def bench_paged(contexts, repeats):
+    print("2. Paged vs contiguous KV cache, one decode step (32/8 heads, head_dim 128, 1 layer)")
+    hq, hkv, d, block = 32, 8, 128, 16
+    kvd = hkv * d
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "paged_bench.nx")
+        with open(path, "w") as f:
+            f.write(PAGED_DRIVER)
+        m = nxc.load(path)
+    rng = np.random.default_rng(2)
+    sbits = int(bits(np.float32(1 / np.sqrt(d))))
+    for L in contexts:
+        Kp = bits(rng.standard_normal(L * kvd, dtype=np.float32))
+        Vp = bits(rng.standard_normal(L * kvd, dtype=np.float32))
+        q = bits(rng.standard_normal(hq * d, dtype=np.float32))
+        k1 = bits(rng.standard_normal(kvd, dtype=np.float32))
+        v1 = bits(rng.standard_normal(kvd, dtype=np.float32))
+        cache = m.nx_kvc_new(1, hkv, d, L + 1)
+        m.nx_kvc_ensure_append(cache, L)
+        m.nx_kvc_append_layer(cache, 0, Kp, Vp, L)
+        m.nx_kvc_advance(cache, L)
+        m.nx_kvc_ensure_append(cache, 1)
+        pool = m.nx_pkv_pool_new(1, hkv, d, block, (L + 1) // block + 2)
+        seq = m.nx_pkv_seq_new(pool)
+        m.nx_pkv_ensure_append(seq, L)
+        m.nx_pkv_append_layer(seq, 0, Kp, Vp, L)
+        m.nx_pkv_advance(seq, L)
+        m.nx_pkv_ensure_append(seq, 1)
+        out_c = np.zeros(hq * d, np.int64)
+        out_p = np.zeros(hq * d, np.int64)
+        # Each call appends this step's row at position L (not advanced), so
+        # every repeat does the same work.
+        t_c = median_time(lambda: m.nx_f32_attn_with_cache(q, k1, v1, 1, hq, hkv, d, cache, 0, 1, sbits, out_c), repeats)
+        t_p = median_time(lambda: m.nx_f32_attn_with_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_p), repeats)
+        same = np.array_equal(out_c, out_p)
+        row("paged", f"context {L}: paged / contiguous",
+            f"{ms(t_p)} / {ms(t_c)}   ratio = {t_p / t_c:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+
+
+# ---------------------------------------------------------------- 3. builds
+def bench_build(repeats):
+    print("3. Build: one gate cold (front end, C compile, total) vs plain cc on the same C")
+    gate = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
+    fronts, totals, composes, plains = [], [], [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["NXC_CACHE_DIR"] = cache
+            t0 = time.perf_counter()
+            program = check_file(gate, diags=Diagnostics())
+            t1 = time.perf_counter()
+            emitted = emit_c(program)
+            built = build(emitted)
+            t2 = time.perf_counter()
+            fronts.append(t1 - t0)
+            composes.append(built.seconds)
+            totals.append(t2 - t0)
+            # the plain compiler call on the very C file nxc compiled
+            import cffi
+            ffi = cffi.FFI()
+            ffi.cdef(emitted.cdef)
+            ffi.set_source("_plain", emitted.text)
+            c_file = os.path.join(cache, "plain.c")
+            import contextlib
+            import io
+            with contextlib.redirect_stdout(io.StringIO()):
+                ffi.emit_c_code(c_file)
+            import sysconfig
+            cmd = [compiler(), "-O2", "-shared", "-fPIC", "-I", runtime_dir(),
+                   "-I", sysconfig.get_paths()["include"], c_file, "-o", os.path.join(cache, "plain.so")]
+            t3 = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            plains.append(time.perf_counter() - t3)
+    f, c, t, p = (statistics.median(x) for x in (fronts, composes, totals, plains))
+    row("build", "cold build of the gqa gate: front end / C build / total", f"{ms(f)} / {ms(c)} / {ms(t)}")
+    row("build", "plain `cc -O2 -shared` on the same C", f"{ms(p)}   total/plain = {t / p:.2f}, C build/plain = {c / p:.2f}")
+    # warm load: a fresh process finds the cached build and imports it
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NXC_CACHE_DIR=cache)
+        code = ("import time,sys; sys.path.insert(0, %r)\n"
+                "from nxc.frontend import check_file; from nxc.emit_c import emit_c\n"
+                "from nxc.build_c import build, load\n"
+                "e = emit_c(check_file(%r)); t0 = time.perf_counter(); b = build(e); load(b)\n"
+                "print(time.perf_counter() - t0, b.cached)") % (ROOT, gate)
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+        loads = []
+        for _ in range(max(3, repeats)):
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+            seconds, cached = out.stdout.split()
+            assert cached == "True"
+            loads.append(float(seconds))
+        row("build", "warm load of a built module (cache lookup + import)", ms(statistics.median(loads)))
+        for label in ("cold", "warm"):
+            if label == "cold":
+                shutil.rmtree(os.path.join(cache, "c"), ignore_errors=True)
+            t0 = time.perf_counter()
+            proc = subprocess.run([sys.executable, "-m", "nxc", "test", "-q", bundled_dir()], env=env,
+                                  capture_output=True, text=True, cwd=ROOT)
+            dt = time.perf_counter() - t0
+            last = (proc.stdout.strip().splitlines() or ["?"])[-1]
+            row("build", f"`nxc test nx_src`, {label} cache", f"{dt:.2f} s   ({last})")
+
+
+# ---------------------------------------------------------------- 4. front end
+def synthetic_module(lines: int) -> str:
+    """A valid module of about `lines` lines: many small functions."""
+    body = []
+    i = 0
+    while sum(b.count("\n") for b in body) < lines:
+        body.append(f"""func f{i}(p: *i64, n: i64, s: i64) -> i64 {{
+    var acc: i64 = s
+    var j: i64 = 0
+    while j < n {{
+        if (p[j] & 0xFF) > {i % 200} {{ acc = acc + p[j] * 3 }} else {{ acc = acc ^ (p[j] >> 2) }}
+        j = j + 1
+    }}
+    let q: i64 = acc % 1000 + {i}
+    return q - (n as i32) as i64
+}}
+""")
+        i += 1
+    return "".join(body)
+
+
+def bench_frontend(sizes):
+    print("4. Front end: parse + check throughput")
+    from nxc import loader
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in sizes:
+            path = os.path.join(tmp, f"gen{n}.nx")
+            text = synthetic_module(n)
+            with open(path, "w") as f:
+                f.write(text)
+            lines = text.count("\n")
+            loader._PARSED.clear()
+            t0 = time.perf_counter()
+            check_file(path, diags=Diagnostics())
+            dt = time.perf_counter() - t0
+            row("front end", f"{lines} lines", f"{dt:.3f} s   {lines / dt:,.0f} lines/s")
+
+
+# ---------------------------------------------------------------- 5. Python backend
+def bench_python(repeats):
+    print("5. Python backend vs C backend")
+    from nxc.run import execute
+    for name in ("nx_f32_gqa_attention.nx", "nx_f32_attention.nx", "nx_paged_kv_gate.nx", "nx_kvcache.nx"):
+        program = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
+        c = statistics.median(execute(program, "c")[0].seconds for _ in range(repeats))
+        py = statistics.median(execute(program, "py")[0].seconds for _ in range(max(1, repeats // 2)))
+        row("python", f"gate {name}: py / c", f"{ms(py)} / {ms(c)}   ratio = {py / c:.0f}")
+    n, d = 32, 16
+    rng = np.random.default_rng(3)
+    q, k, v = (bits(rng.standard_normal(n * d, dtype=np.float32)) for _ in range(3))
+    path = os.path.join(bundled_dir(), "nx_f32_attention.nx")
+    times = {}
+    for backend in ("c", "py"):
+        m = nxc.load(path, backend=backend)
+        out, sr, pr = np.zeros(n * d, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        times[backend] = median_time(lambda: m.nx_f32_attention(q, k, v, n, d, 0x3E800000, out, sr, pr),
+                                     repeats if backend == "c" else 1)
+    row("python", f"kernel nx_f32_attention n={n} d={d}: py / c",
+        f"{ms(times['py'])} / {ms(times['c'])}   ratio = {times['py'] / times['c']:.0f}")
+    sys.path.insert(0, runtime_dir())
+    import nx_f32  # noqa: E402  (runtime/nx_f32.py)
+    a, b = 0x3FC00000, 0x40100000
+    for op in ("nx_f32_add", "nx_f32_mul", "nx_f32_div"):
+        fn = getattr(nx_f32, op)
+        count = 200_000
+        t0 = time.perf_counter()
+        for _ in range(count):
+            fn(a, b)
+        dt = (time.perf_counter() - t0) / count
+        row("python", f"Python runtime {op}", f"{dt * 1e9:.0f} ns/op")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
+    ap.add_argument("--only", choices=["gqa", "paged", "build", "frontend", "python"], action="append")
+    args = ap.parse_args()
+    os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
+    only = set(args.only or ["gqa", "paged", "build", "frontend", "python"])
+    print("machine:", machine())
+    print("flags:", " ".join(flags_for("2")))
+    q = args.quick
+    if "gqa" in only:
+        bench_gqa([32, 64] if q else [64, 128, 256, 512], 3 if q else 5)
+    if "paged" in only:
+        bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
+    if "build" in only:
+        bench_build(1 if q else 3)
+    if "frontend" in only:
+        bench_frontend([1000, 10000] if q else [1000, 10000, 100000])
+    if "python" in only:
+        bench_python(2 if q else 5)
+    print("\n| section | measurement | result |\n|---|---|---|")
+    for section, what, value in ROWS:
+        print(f"| {section} | {what} | {value} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
