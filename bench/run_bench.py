@@ -184,29 +184,22 @@ def bench_build(repeats):
             program = check_file(gate, diags=Diagnostics())
             t1 = time.perf_counter()
             emitted = emit_c(program)
-            built = build(emitted)
+            built = build(emitted, abi=True)          # what `nxc run` / `nxc test` do
             t2 = time.perf_counter()
             fronts.append(t1 - t0)
             composes.append(built.seconds)
             totals.append(t2 - t0)
             # the plain compiler call on the very C file nxc compiled
-            import cffi
-            ffi = cffi.FFI()
-            ffi.cdef(emitted.cdef)
-            ffi.set_source("_plain", emitted.text)
             c_file = os.path.join(cache, "plain.c")
-            import contextlib
-            import io
-            with contextlib.redirect_stdout(io.StringIO()):
-                ffi.emit_c_code(c_file)
-            import sysconfig
-            cmd = [compiler(), "-O2", "-shared", "-fPIC", "-I", runtime_dir(),
-                   "-I", sysconfig.get_paths()["include"], c_file, "-o", os.path.join(cache, "plain.so")]
+            with open(c_file, "w") as f:
+                f.write(emitted.text)
+            cmd = [compiler(), "-O2", "-shared", "-fPIC", "-I", runtime_dir(), c_file,
+                   "-o", os.path.join(cache, "plain.so")]
             t3 = time.perf_counter()
             subprocess.run(cmd, check=True)
             plains.append(time.perf_counter() - t3)
     f, c, t, p = (statistics.median(x) for x in (fronts, composes, totals, plains))
-    row("build", "cold build of the gqa gate: front end / C build / total", f"{ms(f)} / {ms(c)} / {ms(t)}")
+    row("build", "cold build of the gqa gate: front end+emit / C build / total", f"{ms(t - c)} / {ms(c)} / {ms(t)}")
     row("build", "plain `cc -O2 -shared` on the same C", f"{ms(p)}   total/plain = {t / p:.2f}, C build/plain = {c / p:.2f}")
     # warm load: a fresh process finds the cached build and imports it
     with tempfile.TemporaryDirectory() as cache:
@@ -214,7 +207,7 @@ def bench_build(repeats):
         code = ("import time,sys; sys.path.insert(0, %r)\n"
                 "from nxc.frontend import check_file; from nxc.emit_c import emit_c\n"
                 "from nxc.build_c import build, load\n"
-                "e = emit_c(check_file(%r)); t0 = time.perf_counter(); b = build(e); load(b)\n"
+                "e = emit_c(check_file(%r)); t0 = time.perf_counter(); b = build(e, abi=True); load(b)\n"
                 "print(time.perf_counter() - t0, b.cached)") % (ROOT, gate)
         subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
         loads = []
@@ -233,6 +226,63 @@ def bench_build(repeats):
             dt = time.perf_counter() - t0
             last = (proc.stdout.strip().splitlines() or ["?"])[-1]
             row("build", f"`nxc test nx_src`, {label} cache", f"{dt:.2f} s   ({last})")
+
+
+def bench_build_options(repeats):
+    """The three ways to get C into Python with cffi, on the same generated C."""
+    print("3b. cffi build options on the gqa gate's C (build, then load in a fresh process)")
+    import contextlib
+    import io
+    import sysconfig
+
+    import cffi
+    gate = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
+    emitted = emit_c(check_file(gate, diags=Diagnostics()))
+    inc = ["-I", runtime_dir(), "-I", sysconfig.get_paths()["include"]]
+    flags = [f for f in flags_for("2")]
+    results = {}
+    for option in ("setuptools API mode", "emit_c_code + cc (nxc)", "ABI mode (cc + dlopen)"):
+        builds, loads = [], []
+        for r in range(repeats):
+            with tempfile.TemporaryDirectory() as tmp:
+                name = f"_opt{abs(hash(option)) % 10**6}_{r}"
+                t0 = time.perf_counter()
+                if option.startswith("setuptools"):
+                    ffi = cffi.FFI()
+                    ffi.cdef(emitted.cdef)
+                    ffi.set_source(name, emitted.text, include_dirs=[runtime_dir()],
+                                   extra_compile_args=[f for f in flags if f not in ("-shared", "-fPIC")])
+                    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                        so = ffi.compile(tmpdir=tmp)
+                    load_code = (f"import sys,time; sys.path.insert(0,{tmp!r}); t=time.perf_counter(); "
+                                 f"import {name}; print(time.perf_counter()-t)")
+                elif option.startswith("emit"):
+                    ffi = cffi.FFI()
+                    ffi.cdef(emitted.cdef)
+                    ffi.set_source(name, emitted.text)
+                    c_file = os.path.join(tmp, name + ".c")
+                    with contextlib.redirect_stdout(io.StringIO()):
+                        ffi.emit_c_code(c_file)
+                    import importlib.machinery
+                    so = os.path.join(tmp, name + importlib.machinery.EXTENSION_SUFFIXES[0])
+                    subprocess.run([compiler(), *flags, *inc, c_file, "-o", so, "-lm"], check=True)
+                    load_code = (f"import sys,time; sys.path.insert(0,{tmp!r}); t=time.perf_counter(); "
+                                 f"import {name}; print(time.perf_counter()-t)")
+                else:
+                    c_file = os.path.join(tmp, "abi.c")
+                    with open(c_file, "w") as f:
+                        f.write(emitted.text.replace("-fvisibility", ""))
+                    so = os.path.join(tmp, "abi.so")
+                    subprocess.run([compiler(), *[f for f in flags if f != "-fvisibility=hidden"], *inc,
+                                    c_file, "-o", so, "-lm"], check=True)
+                    load_code = (f"import time,cffi; t=time.perf_counter(); ffi=cffi.FFI(); "
+                                 f"ffi.cdef({emitted.cdef!r}); lib=ffi.dlopen({so!r}); lib.nxc_gate_site; "
+                                 f"print(time.perf_counter()-t)")
+                builds.append(time.perf_counter() - t0)
+                out = subprocess.run([sys.executable, "-c", load_code], capture_output=True, text=True, check=True)
+                loads.append(float(out.stdout.split()[-1]))
+        results[option] = (statistics.median(builds), statistics.median(loads))
+        row("build", f"{option}: build / load", f"{ms(results[option][0])} / {ms(results[option][1])}")
 
 
 # ---------------------------------------------------------------- 4. front end
@@ -323,6 +373,7 @@ def main() -> int:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
     if "build" in only:
         bench_build(1 if q else 3)
+        bench_build_options(1 if q else 3)
     if "frontend" in only:
         bench_frontend([1000, 10000] if q else [1000, 10000, 100000])
     if "python" in only:

@@ -1,8 +1,15 @@
-"""C backend, build stage: C text -> importable extension module, cached.
+"""C backend, build stage: C text -> loadable shared library, cached.
 
-cffi writes the Python-facing wrapper C (`ffi.emit_c_code`), and the system
-C compiler is called directly on it: going through setuptools costs several
-hundred milliseconds per build for nothing we need. The artefact is cached
+Two ways, both through cffi, chosen by what the build is for (measured in
+bench/run_bench.py, section 3b):
+- gates (`nxc run`, `nxc test`): ABI mode. The generated C is compiled as it
+  is into a shared library and opened with `ffi.dlopen` on a six-line cdef.
+  No Python.h, no per-function wrappers: the compile is about half as long,
+  and loading costs a couple of milliseconds.
+- the Python API (`nxc.load`): API mode. cffi writes the Python-facing
+  wrapper C (`ffi.emit_c_code`) and the compiler is called directly on it
+  (going through setuptools cost several hundred milliseconds per build);
+  loading is a plain import, and calls are fast. The artefact is cached
 under the cache directory by a hash of everything that affects it: the C
 text (which is derived from every module in the import graph), nxc's
 version, the compiler's identity, the flags, cffi's version and the Python
@@ -30,7 +37,7 @@ from functools import lru_cache
 import cffi
 
 from . import __version__
-from .emit_c import EmittedC
+from .emit_c import GATE_CDEF, EmittedC
 from .paths import cache_dir, runtime_dir
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
@@ -51,10 +58,11 @@ class BuildError(Exception):
 
 @dataclass
 class Built:
-    path: str           # the extension module file
+    path: str           # the extension module (API mode) or shared library (ABI mode)
     module_name: str
     cached: bool        # True when no compiler ran
     seconds: float
+    abi_cdef: str | None = None     # ABI mode: the declarations to dlopen with
 
 
 def compiler() -> str:
@@ -63,11 +71,42 @@ def compiler() -> str:
 
 @lru_cache(maxsize=None)
 def compiler_identity(cc: str) -> str:
+    """The compiler's `--version` line, part of every cache key.
+
+    Asking the compiler costs a process start (several ms), which would be
+    most of a warm run's cost: the answer is remembered in the cache folder,
+    keyed by the compiler executable's path, size and modification time.
+    """
+    exe = shutil.which(cc) or cc
+    try:
+        st = os.stat(os.path.realpath(exe))
+        stamp = f"{os.path.realpath(exe)}|{st.st_size}|{st.st_mtime_ns}"
+    except OSError:
+        stamp = None
+    memo = None
+    if stamp is not None:
+        digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
+        memo = os.path.join(cache_dir(), "c", f"cc-{digest}.txt")
+        try:
+            with open(memo, encoding="utf-8") as f:
+                return f.read()
+        except OSError:
+            pass
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-        return out.stdout.splitlines()[0] if out.stdout else cc
+        ident = out.stdout.splitlines()[0] if out.stdout else cc
     except (OSError, subprocess.SubprocessError):
         return cc
+    if memo is not None:
+        try:
+            os.makedirs(os.path.dirname(memo), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(memo), prefix=".cc-")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(ident)
+            os.replace(tmp, memo)
+        except OSError:
+            pass
+    return ident
 
 
 def flags_for(opt: str) -> list[str]:
@@ -78,9 +117,9 @@ def flags_for(opt: str) -> list[str]:
     return BASE_FLAGS + level
 
 
-def cache_key(emitted: EmittedC, opt: str) -> str:
+def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
     h = hashlib.sha256()
-    for part in (__version__, cffi.__version__, compiler_identity(compiler()),
+    for part in (__version__, cffi.__version__, compiler_identity(compiler()), mode,
                  " ".join(flags_for(opt)), importlib.machinery.EXTENSION_SUFFIXES[0],
                  _runtime_header_text(), emitted.cdef, emitted.text):
         h.update(part.encode())
@@ -94,39 +133,91 @@ def _runtime_header_text() -> str:
         return f.read()
 
 
-def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True) -> Built:
+def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool = False) -> Built:
+    """Compile (or find in the cache) `emitted`; abi=True for gate runs only."""
     start = time.perf_counter()
-    key = cache_key(emitted, opt)
+    key = cache_key(emitted, opt, "abi" if abi else "api")
     name = f"_nx_{key}"
     folder = os.path.join(cache_dir(), "c")
     os.makedirs(folder, exist_ok=True)
-    target = os.path.join(folder, name + importlib.machinery.EXTENSION_SUFFIXES[0])
+    suffix = ".so" if abi else importlib.machinery.EXTENSION_SUFFIXES[0]
+    target = os.path.join(folder, name + suffix)
+    abi_cdef = "\n".join(GATE_CDEF) if abi else None
     if use_cache and os.path.exists(target):
-        return Built(target, name, True, time.perf_counter() - start)
+        return Built(target, name, True, time.perf_counter() - start, abi_cdef)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        ffi = cffi.FFI()
-        ffi.cdef(emitted.cdef)
-        ffi.set_source(name, emitted.text)
         c_file = os.path.join(tmp, name + ".c")
-        with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating ..."
-            ffi.emit_c_code(c_file)
+        if abi:
+            with open(c_file, "w", encoding="utf-8") as f:
+                f.write(emitted.text)
+        else:
+            ffi = cffi.FFI()
+            ffi.cdef(emitted.cdef)
+            ffi.set_source(name, emitted.text)
+            with contextlib.redirect_stdout(io.StringIO()):   # cffi says "generating ..."
+                ffi.emit_c_code(c_file)
         out_tmp = os.path.join(tmp, os.path.basename(target))
-        cmd = [compiler(), *flags_for(opt), "-I", runtime_dir(),
-               "-I", sysconfig.get_paths()["include"], c_file, "-o", out_tmp, "-lm"]
+        includes = ["-I", runtime_dir()] + ([] if abi else ["-I", sysconfig.get_paths()["include"]])
+        cmd = [compiler(), *flags_for(opt), *includes, c_file, "-o", out_tmp, "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise BuildError("the C compiler failed on code generated by nxc (this is a bug in nxc):\n"
                              + shlex.join(cmd) + "\n" + proc.stderr[-4000:])
         os.replace(out_tmp, target)     # atomic: readers see all or nothing
-    return Built(target, name, False, time.perf_counter() - start)
+    return Built(target, name, False, time.perf_counter() - start, abi_cdef)
 
 
 _loaded: dict[str, object] = {}
 
 
+def _abi_ffi(cdef: str):
+    """An FFI object for `cdef` without parsing C at run time.
+
+    cffi's out-of-line ABI mode: the declarations are parsed once, when the
+    small Python module that holds them is generated into the cache; after
+    that, getting the FFI is an import (parsing a cdef takes ~25 ms).
+    """
+    ffi = _abi_ffis.get(cdef)
+    if ffi is not None:
+        return ffi
+    digest = hashlib.sha256((cffi.__version__ + cdef).encode()).hexdigest()[:16]
+    name = f"_nx_ffi_{digest}"
+    folder = os.path.join(cache_dir(), "c")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name + ".py")
+    if not os.path.exists(path):
+        gen = cffi.FFI()
+        gen.cdef(cdef)
+        gen.set_source(name, None)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ffi-", suffix=".py")
+        os.close(fd)
+        with contextlib.redirect_stdout(io.StringIO()):
+            gen.emit_python_code(tmp)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    _abi_ffis[cdef] = ffi = module.ffi
+    return ffi
+
+
+_abi_ffis: dict[str, object] = {}
+
+
+@dataclass
+class _Opened:
+    """An ABI-mode library, shaped like an imported cffi module."""
+    lib: object
+    ffi: object
+
+
 def load(built: Built):
-    """Import the extension; returns its cffi `lib` and `ffi`."""
+    """Import the extension (or dlopen the library); returns cffi's `lib` and `ffi`."""
     mod = _loaded.get(built.path)
+    if mod is None and built.abi_cdef is not None:
+        ffi = _abi_ffi(built.abi_cdef)
+        lib = ffi.dlopen(built.path)
+        _loaded[built.path] = mod = _Opened(lib, ffi)
     if mod is None:
         spec = importlib.util.spec_from_file_location(built.module_name, built.path)
         mod = importlib.util.module_from_spec(spec)

@@ -213,9 +213,11 @@ class FunctionEmitter:
         if isinstance(target, ast.Name) and target.sym in self.float_locals:
             self.emit(f"lf_{target.sym.unique} = {self.float_expr(value)};")
             return
+        # The value is evaluated before the place (nx's rule; C leaves it unspecified):
+        # a value with a call, or a value a call in the place might change, goes first.
         if s.op == "=":
             v = self.expr(value)
-            if _has_call(value) and not _is_stable_place(target):
+            if (_has_call(value) and not _is_stable_place(target)) or (_has_call(target) and not _is_stable(value)):
                 tmp = self.temp(value.ty if value.ty is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
@@ -224,7 +226,7 @@ class FunctionEmitter:
         op = s.op[:-1]
         t: IntType = target.ty
         v = self.expr(value)
-        if _has_call(value):
+        if _has_call(value) or (_has_call(target) and not _is_stable(value)):
             tmp = self.temp(value.ty)
             self.emit(f"{tmp} = {v};")
             v = tmp
@@ -302,9 +304,14 @@ class FunctionEmitter:
                 f"nx_gate_cap_mask |= UINT32_C({1 << slot}), {tmp})")
 
     def sequenced(self, first: ast.Expr, later: list[ast.Expr]) -> tuple[str | None, str]:
-        """`first`, stored in a temporary if a later operand might change it."""
+        """`first`, stored in a temporary when it must be evaluated before the later
+        operands: a later call might change it, or it calls a function that might
+        change what a later operand reads (a global, memory). C leaves the order of
+        operands and of arguments unspecified; gcc evaluates `h(f(), g)` right to left."""
         text = self.expr(first)
-        if any(_has_call(x) for x in later) and not _is_stable(first):
+        if _is_stable(first):
+            return None, text
+        if any(_has_call(x) for x in later) or (_has_call(first) and not all(_is_stable(x) for x in later)):
             tmp = self.temp(first.ty)
             return f"({tmp} = {text})", tmp
         return None, text
@@ -472,6 +479,12 @@ def signature(fn: Function) -> str:
     return f"static {c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
+# The entry points a gate run needs (loaded with cffi's dlopen: see build_c).
+GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
+             "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);",
+             "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
+
+
 def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit)."""
@@ -510,9 +523,7 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
-    cdef = ["int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
-            "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);",
-            "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);"]
+    cdef = list(GATE_CDEF)
     for x in exports:
         cdef.append(f"int nxw_{x['name']}({x['params']});")
     return EmittedC(text, "\n".join(cdef) + "\n", sites,

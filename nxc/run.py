@@ -205,7 +205,7 @@ def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: boo
             from .emit_c import emit_c
             t0 = time.perf_counter()
             emitted = emit_c(program)
-            built = build(emitted, opt=opt, use_cache=use_cache)
+            built = build(emitted, opt=opt, use_cache=use_cache, abi=True)
             if verbose:
                 what = "cached build" if built.cached else "C build"
                 print(f"nxc: emit {1000 * (time.perf_counter() - t0 - built.seconds):.1f} ms, "

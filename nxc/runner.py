@@ -379,7 +379,7 @@ def compile_library(program, backend: str, options: Options, r: Result) -> None:
     if backend == "c":
         from .build_c import build
         from .emit_c import emit_c
-        built = build(emit_c(program), opt=options.opt, use_cache=options.use_cache)
+        built = build(emit_c(program), opt=options.opt, use_cache=options.use_cache, abi=True)
         r.build_cached, r.build_seconds = built.cached, built.seconds
     else:
         from .emit_py import emit_py
