@@ -89,7 +89,7 @@ def unboxed_locals(body: ast.Block) -> set:
                     values.setdefault(s.sym, []).append(s.value)
             elif isinstance(s, ast.Assign):
                 t = s.target
-                if isinstance(t, ast.Name) and t.sym is not None and t.sym.kind == "local":
+                if isinstance(t, ast.Name) and t.sym is not None and t.sym.kind == "local" and t.sym.type == I64:
                     if s.op != "=":
                         excluded.add(t.sym)
                     else:

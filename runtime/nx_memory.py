@@ -1,0 +1,399 @@
+"""Checked memory and run-time traps for nxc's Python backend.
+
+The Python backend exists to say *which .nx line* went wrong where the C
+backend only segfaults, so every load and store is checked: null, outside any
+mapping, past either end of a mapping, after ``sys_munmap``, misaligned (where
+C is undefined), and division or remainder by zero. A fault raises
+``NxRuntimeError("path:line:col: runtime error: ...")``, never a traceback.
+
+Layout (AddressSanitizer's idea, in Python)
+-------------------------------------------
+* One *arena*: an anonymous ``mmap`` reserved with MAP_NORESERVE (lazily
+  zero-filled by the kernel, so reserving a large range costs nothing). An nx
+  address IS an offset into the arena; addresses below ``NULL_GUARD`` (64 KiB)
+  are never mapped, so a null pointer plus a small offset is recognised as
+  such. ``sys_mmap`` hands out fresh ranges upward from there, 16-byte
+  aligned like the C runtime's calloc, with a guard gap between mappings.
+  Address ranges are never reused, so a use after ``sys_munmap`` can always be
+  told apart from a wild pointer, and the pages of an unmapped range are given
+  back to the kernel (madvise).
+* A *shadow* byte per arena byte says which accesses may start there: bit 1 =
+  this byte is inside a live mapping, bit 2 / 4 / 8 = a 2- / 4- / 8-byte
+  access starting here is aligned and ends inside the mapping. So one test
+  ``shadow[a] & size`` checks liveness, bounds and alignment at once.
+* The generated code does the fast path itself, inline (no call per access)::
+
+      (_Vq[_a >> 3] if _SH[(_a := ADDR)] & 8 else _ld(_a, SITE))
+
+  and calls back here (``load_fault`` / ``store_fault``) only when the test
+  fails: a 64-bit wrap of the address is applied and retried (C's pointer
+  arithmetic wraps), otherwise the fault is described and raised. An address
+  beyond the arena makes the shadow subscript raise IndexError; the backend
+  (nxc/run_py.py) turns that into the same located message with
+  ``describe_access``.
+* Typed views (memoryview casts) of the arena do the loads and stores at C's
+  widths, little-endian, signed views sign-extending.
+
+The arena reserves 256 GiB of address space (MAP_NORESERVE; smaller if the
+system refuses), shadow likewise. The shadow costs one byte per mapped byte,
+so one mapping may be at most ``max_mapping`` bytes (a quarter of physical
+memory by default, ``NXC_PY_MMAP_MAX`` to change); larger requests, like the
+C runtime's impossible ones, return 0.
+"""
+from __future__ import annotations
+
+import bisect
+import mmap as _mmap
+import os
+import sys
+
+__all__ = ["NxRuntimeError", "Runtime", "NULL_GUARD"]
+
+NULL_GUARD = 0x10000          # [0, NULL_GUARD) is the null page: never mapped
+_GUARD_GAP = 256              # bytes left unmapped between two mappings
+_M64 = (1 << 64) - 1
+_PAGE = _mmap.PAGESIZE
+_MAP_NORESERVE = getattr(_mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)
+
+# Views of the arena: (format, size) per nx type name. Pointers use "Q".
+FORMATS = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
+           "i64": "q", "u64": "Q", "ptr": "Q", "bool": "?"}
+SIZES = {"b": 1, "B": 1, "?": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
+SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
+
+# Shadow value of byte k of an 8-byte period inside a mapping (k = offset % 8),
+# when the mapping extends at least to the end of that period.
+_PERIOD = bytes([15, 1, 3, 1, 7, 1, 3, 1])
+_CHUNK = 1 << 20
+_PATTERN = _PERIOD * (_CHUNK // 8)
+_ZEROS = bytes(_CHUNK)
+
+
+class NxRuntimeError(Exception):
+    """A run-time fault of nx code; str() is `path:line:col: runtime error: ...`."""
+
+
+def _shadow_byte(off: int, n: int) -> int:
+    v = 1
+    for size, bit in ((2, 2), (4, 4), (8, 8)):
+        if off % size == 0 and off + size <= n:
+            v |= bit
+    return v
+
+
+def _default_max_mapping() -> int:
+    env = os.environ.get("NXC_PY_MMAP_MAX")
+    if env:
+        try:
+            return max(int(env, 0), 0)
+        except ValueError:
+            pass
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = 8 << 30
+    return max(phys // 4, 1 << 28)
+
+
+def _reserve(nbytes: int):
+    """An anonymous mmap of up to nbytes (halving until the system agrees)."""
+    flags = _mmap.MAP_PRIVATE | getattr(_mmap, "MAP_ANONYMOUS", getattr(_mmap, "MAP_ANON", 0x20)) | _MAP_NORESERVE
+    size = nbytes
+    while size >= 1 << 24:
+        try:
+            return _mmap.mmap(-1, size, flags=flags), size
+        except (OSError, OverflowError, ValueError):
+            size >>= 1
+    raise MemoryError("cannot reserve an arena for the nx Python backend")
+
+
+class _Mapping:
+    __slots__ = ("base", "size", "site", "unmap_site")
+
+    def __init__(self, base, size, site):
+        self.base, self.size, self.site, self.unmap_site = base, size, site, None
+
+    @property
+    def end(self):
+        return self.base + self.size
+
+
+class Runtime:
+    """Memory, traps and gate bookkeeping of one loaded nx program.
+
+    ``sites`` is the generated module's table: index -> (file, line, col,
+    kind, type) where file indexes ``files`` (paths) and kind is "r"/"w"
+    (type = nx type name of the access), "div"/"rem", "mmap", "munmap" or
+    "write".
+    """
+
+    def __init__(self, sites=(), files=(), arena_bytes: int = 1 << 38, max_mapping: int | None = None):
+        self.sites = sites
+        self.files = files
+        self.gate_site = -1
+        # The operands of the guard of the gate return that fired (nxc/guards.py):
+        # slot -> value, None for an operand && / || did not evaluate.
+        self.captured = {}
+        self.arena, self.arena_size = _reserve(arena_bytes)
+        self.shadow_map, _ = _reserve(self.arena_size)
+        self.limit = self.arena_size // 2     # negative addresses alias the top half: keep it unmapped
+        self.shadow = memoryview(self.shadow_map)
+        self.views = {fmt: memoryview(self.arena).cast(fmt) for fmt in SIZES}
+        self.max_mapping = _default_max_mapping() if max_mapping is None else max_mapping
+        self.top = NULL_GUARD
+        self.bases: list[int] = []            # sorted (addresses only grow)
+        self.maps: list[_Mapping] = []
+        self.live: dict[int, _Mapping] = {}
+
+    def close(self) -> None:
+        """Release the arena (the loaded module must not run afterwards)."""
+        for v in self.views.values():
+            v.release()
+        self.shadow.release()
+        self.arena.close()
+        self.shadow_map.close()
+
+    # ---- positions and messages ----
+    def where(self, site: int) -> str:
+        if 0 <= site < len(self.sites):
+            s = self.sites[site]
+            path = self.files[s[0]] if isinstance(s[0], int) else s[0]
+            return f"{_display(path)}:{s[1]}:{s[2]}"
+        return "<unknown>"
+
+    def error(self, site: int, what: str) -> NxRuntimeError:
+        return NxRuntimeError(f"{self.where(site)}: runtime error: {what}")
+
+    def _site_text(self, site) -> str:
+        return self.where(site) if site is not None and site >= 0 else "an unknown place"
+
+    # ---- the nx system interface ----
+    def sys_mmap(self, nbytes: int, site: int = -1) -> int:
+        if nbytes <= 0 or nbytes > self.max_mapping:
+            return 0
+        align = 16 if nbytes < _PAGE else _PAGE
+        base = (self.top + _GUARD_GAP + align - 1) // align * align
+        if base + nbytes > self.limit:
+            return 0
+        try:
+            self._fill_shadow(base, nbytes)
+        except (MemoryError, OSError):
+            self._clear_shadow(base, nbytes)
+            return 0
+        self.top = base + nbytes
+        m = _Mapping(base, nbytes, site)
+        self.bases.append(base)
+        self.maps.append(m)
+        self.live[base] = m
+        return base
+
+    def sys_munmap(self, p: int, nbytes: int, site: int = -1) -> int:
+        if p == 0:
+            return 0                          # like free(NULL)
+        m = self.live.pop(p, None)
+        if m is None:
+            old = self._find(p)
+            if old is not None and old.base == p and old.unmap_site is not None:
+                raise self.error(site, f"sys_munmap of 0x{p:x}: the {old.size}-byte mapping there was "
+                                       f"already unmapped at {self._site_text(old.unmap_site)}")
+            if old is not None and old.unmap_site is None:
+                raise self.error(site, f"sys_munmap of 0x{p:x}: not the start of a mapping (it is "
+                                       f"{p - old.base} bytes into the {old.size}-byte mapping at 0x{old.base:x})")
+            raise self.error(site, f"sys_munmap of 0x{p:x}: not an address sys_mmap returned")
+        m.unmap_site = site
+        self._clear_shadow(m.base, m.size)
+        first = (m.base + _PAGE - 1) // _PAGE * _PAGE
+        last = m.end // _PAGE * _PAGE
+        if last > first and hasattr(self.arena, "madvise"):
+            try:
+                self.arena.madvise(_mmap.MADV_DONTNEED, first, last - first)
+            except (OSError, ValueError, AttributeError):
+                pass
+        return 0
+
+    def sys_write(self, fd: int, buf: int, n: int, site: int = -1) -> int:
+        if fd not in (1, 2) or n < 0 or (buf == 0 and n > 0):
+            return -1
+        done = 0
+        while done < n:
+            k = min(n - done, _CHUNK)
+            a = buf + done
+            bad = self._first_invalid(a, k)
+            if bad is not None:
+                raise self.error(site, "sys_write: " + self._describe(bad, 1, "read of u8"))
+            data = bytes(self.arena[a:a + k])
+            off = 0
+            while off < len(data):
+                try:
+                    w = os.write(fd, data[off:])
+                except InterruptedError:
+                    continue
+                except OSError:
+                    return done if done > 0 else -1
+                if w == 0:
+                    return done
+                off += w
+                done += w
+        return done
+
+    # ---- fast-path fallbacks, called by the generated code ----
+    def load_fault(self, a: int, site: int):
+        """The shadow test failed for a load: retry the 64-bit-wrapped address, else raise."""
+        ty = self.sites[site][4]
+        fmt = FORMATS[ty]
+        size = SIZES[fmt]
+        w = a & _M64
+        if w != a and w < self.limit and self.shadow[w] & size:
+            return self.views[fmt][w >> SHIFTS[size]]
+        raise self.error(site, self._describe(a, size, f"read of {ty}"))
+
+    def store_fault(self, a: int, site: int) -> int:
+        """The shadow test failed for a store: the element index of the wrapped address, else raise."""
+        ty = self.sites[site][4]
+        size = SIZES[FORMATS[ty]]
+        w = a & _M64
+        if w != a and w < self.limit and self.shadow[w] & size:
+            return w >> SHIFTS[size]
+        raise self.error(site, self._describe(a, size, f"write of {ty}"))
+
+    def describe_access(self, a: int, site: int) -> NxRuntimeError:
+        """The fault for an access whose shadow test raised (address beyond the arena)."""
+        s = self.sites[site]
+        ty = s[4]
+        size = SIZES[FORMATS[ty]]
+        op = "read" if s[3] == "r" else "write"
+        return self.error(site, self._describe(a, size, f"{op} of {ty}"))
+
+    # ---- integer traps ----
+    def div_fns(self, bits: int, signed: bool):
+        """(div, rem) for one integer type: C's truncating / and %, a trap on zero."""
+        err = self.error
+        if not signed:
+            def div(a, b, site):
+                if b:
+                    return a // b
+                raise err(site, "division by zero")
+
+            def rem(a, b, site):
+                if b:
+                    return a % b
+                raise err(site, "remainder by zero")
+            return div, rem
+        H = 1 << (bits - 1)
+
+        def sdiv(a, b, site):
+            if b > 0:
+                return a // b if a >= 0 else -(-a // b)
+            if b < 0:
+                if a >= 0:
+                    return -(a // -b)
+                q = -a // -b
+                return q if q != H else -H      # MIN / -1 wraps to MIN
+            raise err(site, "division by zero")
+
+        def srem(a, b, site):
+            if b:
+                if b < 0:
+                    b = -b
+                return a % b if a >= 0 else -(-a % b)   # sign of the dividend; MIN % -1 == 0
+            raise err(site, "remainder by zero")
+        return sdiv, srem
+
+    # ---- convenience for callers of the Python API and tests ----
+    def check_range(self, a: int, n: int) -> None:
+        bad = self._first_invalid(a, n)
+        if bad is not None:
+            raise NxRuntimeError("runtime error: " + self._describe(bad, 1, "access of u8"))
+
+    def read_bytes(self, a: int, n: int) -> bytes:
+        self.check_range(a, n)
+        return bytes(self.arena[a:a + n])
+
+    def write_bytes(self, a: int, data: bytes) -> None:
+        self.check_range(a, len(data))
+        self.arena[a:a + len(data)] = bytes(data)
+
+    # ---- internals ----
+    def _fill_shadow(self, base: int, n: int) -> None:
+        sh = self.shadow
+        off = 0
+        while off < n:
+            k = min(n - off, _CHUNK)
+            sh[base + off:base + off + k] = _PATTERN[:k]
+            off += k
+        for o in range(max(n - 8, 0), n):       # the tail: shorter accesses only
+            sh[base + o] = _shadow_byte(o, n)
+
+    def _clear_shadow(self, base: int, n: int) -> None:
+        sh = self.shadow
+        off = 0
+        while off < n:
+            k = min(n - off, _CHUNK)
+            sh[base + off:base + off + k] = _ZEROS[:k]
+            off += k
+
+    def _first_invalid(self, a: int, n: int):
+        if n <= 0:
+            return None
+        if a < 0 or a + n > self.limit:
+            return a if a < 0 or a >= self.limit else self.limit
+        chunk = bytes(self.shadow[a:a + n])
+        i = chunk.find(0)
+        return None if i < 0 else a + i
+
+    def _find(self, a: int):
+        """The mapping (live or unmapped) whose range holds address a, if any."""
+        i = bisect.bisect_right(self.bases, a) - 1
+        if i >= 0:
+            m = self.maps[i]
+            if a < m.base + max(m.size, 1):
+                return m
+        return None
+
+    def _describe(self, a: int, size: int, what: str) -> str:
+        """Why an access of `size` bytes at `a` is invalid, in the words of a C programmer."""
+        w = a & _M64
+        if w < NULL_GUARD:
+            return f"{what} through a null pointer (address 0x{w:x})"
+        if w >= (1 << 64) - NULL_GUARD:
+            return f"{what} through a null pointer (address 0x{w:x}, null - {(1 << 64) - w})"
+        m = self._find(w)
+        if m is not None and m.unmap_site is not None:
+            return (f"{what} at 0x{w:x} after sys_munmap: offset {w - m.base} of the {m.size}-byte "
+                    f"mapping at 0x{m.base:x}{self._mapped_at(m)}, unmapped at {self._site_text(m.unmap_site)}")
+        if m is not None:
+            if w + size > m.end:
+                return self._oob(w, size, what, m)
+            if w % size:
+                return f"misaligned {what} at 0x{w:x}: the address is not a multiple of {size}"
+            if w != a:
+                return (f"{what}: the address computation overflowed 64 bits (0x{a:x} wraps to "
+                        f"0x{w:x}): pointer arithmetic overflow is undefined in C")
+            return f"{what} at 0x{w:x}: invalid access"           # pragma: no cover - defensive
+        # Not inside any mapping: name the nearest one, if it is close.
+        i = bisect.bisect_right(self.bases, w) - 1
+        prev = self.maps[i] if i >= 0 else None
+        nxt = self.maps[i + 1] if i + 1 < len(self.maps) else None
+        if nxt is not None and nxt.base - w < 1 << 16 and w + size > nxt.base - (1 << 16) \
+                and (prev is None or nxt.base - w < w - prev.end):
+            return (f"out-of-bounds {what} at 0x{w:x}: {nxt.base - w} byte(s) before the start of the "
+                    f"{nxt.size}-byte mapping at 0x{nxt.base:x}{self._mapped_at(nxt)}")
+        if prev is not None and w - prev.end < 1 << 16:
+            return self._oob(w, size, what, prev)
+        return f"{what} at 0x{w:x}: the address is outside any mapping (wild pointer)"
+
+    def _oob(self, w: int, size: int, what: str, m: _Mapping) -> str:
+        gone = "" if m.unmap_site is None else f", which was unmapped at {self._site_text(m.unmap_site)}"
+        return (f"out-of-bounds {what} at 0x{w:x}: offset {w - m.base} of the {m.size}-byte mapping "
+                f"at 0x{m.base:x}{self._mapped_at(m)}{gone}")
+
+    def _mapped_at(self, m: _Mapping) -> str:
+        return f" (mapped at {self.where(m.site)})" if m.site is not None and m.site >= 0 else ""
+
+
+def _display(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
