@@ -29,7 +29,7 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import nxc  # noqa: E402
-from nxc.build_c import BASE_FLAGS, build, compiler, flags_for, load  # noqa: E402
+from nxc.build_c import build, compiler, flags_for, load  # noqa: E402
 from nxc.diagnostics import Diagnostics  # noqa: E402
 from nxc.emit_c import EmittedC, emit_c  # noqa: E402
 from nxc.frontend import check_file  # noqa: E402

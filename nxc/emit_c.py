@@ -22,14 +22,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-import jinja2
 
 from . import __version__, ast
 from .check import Function, Program
 from .f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name, unboxed_locals
 from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
-from .paths import templates_dir
-from .types import (BOOL, I64, VOID, BoolType, IntType, PointerType, StructType, Type,
+from .skeleton import template
+from .types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
 _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64, True): "int64_t",
@@ -462,16 +461,6 @@ def _c_string(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', '\\"')
 
 
-_env = None
-
-
-def _template():
-    global _env
-    if _env is None:
-        _env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()),
-                                  trim_blocks=True, lstrip_blocks=True,
-                                  keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return _env.get_template("module.c.j2")
 
 
 def signature(fn: Function) -> str:
@@ -515,7 +504,7 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                         "returns": fn.ret is not VOID,
                         "ret_abi": c_abi_type(fn.ret)})
     root = program.graph.root.source.path
-    text = _template().render(
+    text = template("module.c.j2").render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
         site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,

@@ -38,13 +38,12 @@ import os
 import re
 from dataclasses import dataclass, field
 
-import jinja2
 
 from . import __version__, ast
 from .check import Function, Program
 from .externs import f32_primitives
 from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
-from .paths import templates_dir
+from .skeleton import template
 from .types import BoolType, IntType, PointerType, Type
 
 M64 = (1 << 64) - 1
@@ -774,16 +773,6 @@ class ModuleEmitter:
         return i
 
 
-_env = None
-
-
-def _template():
-    global _env
-    if _env is None:
-        _env = jinja2.Environment(loader=jinja2.FileSystemLoader(templates_dir()),
-                                  trim_blocks=True, lstrip_blocks=True,
-                                  keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
-    return _env.get_template("module.py.j2")
 
 
 def emit_py(program: Program) -> EmittedPy:
@@ -808,7 +797,7 @@ def emit_py(program: Program) -> EmittedPy:
     sites_text = "(\n" + "".join(f"    {s!r},\n" for s in m.sites) + ")"
     files_text = "(\n" + "".join(f"    {f!r},\n" for f in m.files) + ")"
     marker = "#@@NX_FUNCTIONS@@"
-    head = _template().render(version=__version__, root=os.path.basename(root), externs=externs,
+    head = template("module.py.j2").render(version=__version__, root=os.path.basename(root), externs=externs,
                               globals=globals_, sites=sites_text, files=files_text, functions=marker,
                               entry=m.func_names["main"] if program.entry is not None else None)
     before, after = head.split(marker)

@@ -177,7 +177,7 @@ def load_program(path: str, include: list[str] | None = None,
 
 def _add_chain_notes(d, chain: list[Pos]) -> None:
     for pos in reversed(chain):
-        d.notes.append(Diagnostics.note(pos, f"imported from here"))
+        d.notes.append(Diagnostics.note(pos, "imported from here"))
 
 
 def _attach_chain(diags: Diagnostics, start: int, chain: list[Pos]) -> None:

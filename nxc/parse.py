@@ -13,7 +13,7 @@ from lark import Lark, Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from . import ast
-from .diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
+from .diagnostics import Diagnostics, Pos, SourceFile
 from .paths import grammar_file
 from .postlex import StatementEnds
 

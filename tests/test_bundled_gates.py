@@ -4,8 +4,6 @@ from __future__ import annotations
 import filecmp
 import glob
 import os
-import re
-import shutil
 
 import pytest
 

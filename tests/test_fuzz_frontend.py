@@ -6,8 +6,7 @@ import os
 
 import pytest
 
-from nxc.diagnostics import CompileError, Diagnostics, SourceFile
-from nxc.parse import parse_source
+from nxc.diagnostics import CompileError, Diagnostics
 
 _spec = importlib.util.spec_from_file_location(
     "fuzz_frontend", os.path.join(os.path.dirname(__file__), "..", "bench", "fuzz_frontend.py"))
