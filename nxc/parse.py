@@ -15,6 +15,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from . import ast
 from .diagnostics import Diagnostics, Pos, SourceFile
 from .paths import grammar_file
+from .lexer import NxLexer
 from .postlex import StatementEnds
 
 # How each terminal is named in an error message.
@@ -61,7 +62,7 @@ def _parser() -> tuple[Lark, StatementEnds, "_ToAst"]:
     to_ast = _ToAst(None, None)
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
-    lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex,
+    lark = Lark(grammar, parser="lalr", lexer=NxLexer, postlex=postlex,
                 keep_all_tokens=True, maybe_placeholders=False,
                 start="module", transformer=_Callbacks(to_ast), cache=True)
     return lark, postlex, to_ast
