@@ -42,3 +42,12 @@ def test_breaking_a_check_fails_with_its_value_and_line(tmp_path):
     assert outcome.status == "FAIL" and outcome.value == 20
     line = outcome.gate_return.node.pos.line
     assert "return 20" in broken.splitlines()[line - 1]
+
+
+@pytest.mark.parametrize("opt", ["0", "native"])
+@pytest.mark.parametrize("name", ["nx_f32.nx", "nx_f32_gqa_attention.nx", "nx_paged_kv_gate.nx"])
+def test_gates_pass_at_every_optimisation_level(name, opt):
+    """These gates check exact bits, so -O0 and -O3 -march=native must agree with -O2."""
+    program = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
+    outcome = execute(program, "c", opt=opt, timeout=120)[0]
+    assert outcome.status == "PASS", (opt, outcome.status, outcome.value)
