@@ -414,10 +414,11 @@ class FunctionEmitter:
         return f"nxrt_f32_from_bits({self.expr(e)})"
 
     def float_operands(self, e: ast.Call) -> tuple[str, str]:
-        """Both operands as floats, left before right (a temporary if needed)."""
+        """Both operands as floats, left before right (the rule of `sequenced`)."""
         left, right = e.args
         a = self.float_expr(left)
-        if _has_call(right) and not (_is_stable(left) or isinstance(left, ast.Name)):
+        stable = _is_stable(left) or (isinstance(left, ast.Name) and left.sym in self.float_locals)
+        if not stable and (_has_call(right) or (_has_call(left) and not _is_stable(right))):
             tmp = f"nx_t{len(self.temps)}"
             self.temps.append(f"float {tmp};")
             return f"({tmp} = {a}, {tmp})", self.float_expr(right)

@@ -53,3 +53,12 @@ def test_bundled_gates_pass_on_the_plain_path_too(path):
     emitted = emit_c(program, unbox_f32=False)
     outcome = run_gate_c(program, emitted, build(emitted), timeout=120)
     assert outcome.status == "PASS", (outcome.status, outcome.value)
+
+
+def test_float_operands_are_evaluated_left_to_right():
+    from nxc.run import execute
+    program = check_file(os.path.join(os.path.dirname(__file__), "nx", "unbox_order.nx"), diags=Diagnostics())
+    text = emit_c(program).text
+    assert "float nx_t" in text        # the call's result is held before the global is read
+    outcomes = execute(program, "both")
+    assert [o.status for o in outcomes] == ["PASS", "PASS"], [(o.status, o.value) for o in outcomes]
