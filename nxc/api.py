@@ -257,15 +257,18 @@ def _out_ctype(t: Type) -> str:
     return "void **" if isinstance(t, PointerType) else c_abi_type(t) + " *"
 
 
-def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2") -> Module:
+def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
+         soft_f32: bool = False) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
 
+    soft_f32=True: the float32 primitives are the .nx integer code of
+    nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
     """
     from .frontend import check_file
     if backend not in ("c", "py"):
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
-    program = check_file(path, include, Diagnostics(warnings=False))
+    program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
     if backend == "c":
         return Module(program, CBackend(program, opt))
     from .run_py import PyBackend

@@ -21,7 +21,16 @@ from .loader import ModuleGraph
 from .types import (BOOL, BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntType, PointerType,
                     StructField, StructType, Type, VoidType, layout_struct)
 
-from .externs import externs
+from .externs import externs, f32_primitives
+
+# --soft-f32 (check_program(..., soft_f32=True)): the bundled module that holds
+# the float32 primitives written in .nx, and the name of each one's twin there.
+SOFT_F32_MODULE = "nx_f32_soft.nx"
+
+
+def soft_f32_name(primitive: str) -> str:
+    """nx_f32_add -> nx_soft_f32_add, nx_i32_to_f32 -> nx_soft_i32_to_f32."""
+    return "nx_soft_" + primitive[len("nx_"):]
 
 
 # ---------------------------------------------------------------- results
@@ -168,9 +177,10 @@ class _Scope:
 
 # ---------------------------------------------------------------- checker
 class Checker:
-    def __init__(self, graph: ModuleGraph, diags: Diagnostics):
+    def __init__(self, graph: ModuleGraph, diags: Diagnostics, soft_f32: bool = False):
         self.graph = graph
         self.diags = diags
+        self.soft_f32 = soft_f32
         self.top: dict[str, Symbol] = {}          # the shared namespace
         self.aliases: dict[str, ast.TypeAlias] = {}
         self.alias_types: dict[str, Type] = {}
@@ -847,6 +857,8 @@ class Checker:
             return None
         if sym.kind == "func" and f.ident == "main":
             self.diags.error(f.pos, "a gate ('main') cannot be called")
+        if self.soft_f32 and sym.kind == "extern":
+            sym = self.soft_f32_callee(f, sym)
         ftype: FuncType = sym.type
         decl: ast.FuncDecl = sym.decl
         f.ty = ftype
@@ -867,6 +879,24 @@ class Checker:
             self.diags.error(e.pos, f"'{f.ident}' returns no value")
             return None
         return ret
+
+    def soft_f32_callee(self, f: ast.Name, sym: Symbol) -> Symbol:
+        """--soft-f32: a call of a runtime float32 primitive (F32_PRIMITIVES)
+        calls its .nx twin (nx_f32_add -> nx_soft_f32_add, loaded by
+        frontend.check_file from nx_f32_soft.nx) instead: `f.sym` is pointed
+        at the twin, so both backends see a plain nx call. Calls written in the
+        twins' own module are left alone (its gate compares the two)."""
+        if sym.name not in f32_primitives():
+            return sym
+        twin = self.top.get(soft_f32_name(sym.name))
+        if twin is None or twin.kind != "func" or twin.type != sym.type:
+            self.diags.error(f.pos, f"--soft-f32: no 'func {soft_f32_name(sym.name)}' with the signature "
+                             f"of '{sym.name}' (expected in {SOFT_F32_MODULE})")
+            return sym
+        if self.func is not None and self.func.module is getattr(twin, "module", None):
+            return sym
+        f.sym = twin
+        return twin
 
     def expr_Index(self, e: ast.Index, want):
         bt = self.check_value(e.base, None)
@@ -964,5 +994,7 @@ def _is_null_pointer(e: ast.Expr) -> bool:
     return isinstance(e, ast.Cast) and isinstance(e.ty, PointerType) and e.expr.const == 0
 
 
-def check_program(graph: ModuleGraph, diags: Diagnostics) -> Program:
-    return Checker(graph, diags).check()
+def check_program(graph: ModuleGraph, diags: Diagnostics, soft_f32: bool = False) -> Program:
+    """soft_f32: redirect float32 primitive calls to nx_f32_soft.nx (which the
+    caller has loaded into `graph`); see Checker.soft_f32_callee."""
+    return Checker(graph, diags, soft_f32).check()

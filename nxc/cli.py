@@ -31,6 +31,11 @@ def _add_warn(p):
     p.add_argument("-w", "--no-warn", action="store_true", help="do not print warnings")
 
 
+def _add_soft_f32(p):
+    p.add_argument("--soft-f32", action="store_true",
+                   help="float32 primitives in .nx integer code (nx_src/nx_f32_soft.nx) instead of the runtime's")
+
+
 def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
@@ -61,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_include(r)
     _add_warn(r)
     _add_build(r)
+    _add_soft_f32(r)
 
     for name, what in (("emit-c", "C"), ("emit-py", "Python")):
         e = sub.add_parser(name, help=f"print the {what} generated for a module",
@@ -69,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         _add_include(e)
         _add_warn(e)
+        _add_soft_f32(e)
 
     t = sub.add_parser("test", help="find and run every gate (and compile every library module) under PATHs",
                        description="Find the .nx modules under each PATH (default: the current folder). A module "
@@ -92,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("-v", "--verbose", action="count", default=0, help="also the time of each step")
     _add_include(t)
     _add_build(t)
+    _add_soft_f32(t)
 
     ca = sub.add_parser("cache", help="show or clear the build cache",
                         description="Inspect (info) or empty (clear) the build cache (NXC_CACHE_DIR).")
@@ -109,7 +117,7 @@ def _print_warnings(diags: Diagnostics, quiet: bool) -> None:
 def _front(path: str, args) -> tuple[object, Diagnostics]:
     from .frontend import check_file
     diags = Diagnostics(warnings=not getattr(args, "no_warn", False))
-    program = check_file(path, args.include, diags)
+    program = check_file(path, args.include, diags, soft_f32=getattr(args, "soft_f32", False))
     _print_warnings(diags, args.no_warn)
     return program, diags
 

@@ -130,12 +130,8 @@ def _write_atomically(path: str, data: bytes) -> None:
 
 
 def load_program(path: str, include: list[str] | None = None,
-                 diags: Diagnostics | None = None, fresh: bool = False) -> ModuleGraph:
-    """Parse `path` and everything it imports. Raises CompileError.
-
-    fresh: parse every module anew instead of reusing this process's parse
-    cache, so the graph's ASTs are its own (--soft-f32 checks annotate calls
-    differently from ordinary checks of the same modules)."""
+                 diags: Diagnostics | None = None) -> ModuleGraph:
+    """Parse `path` and everything it imports. Raises CompileError."""
     diags = diags or Diagnostics()
     root_path = os.path.realpath(path)
     if not os.path.isfile(root_path):
@@ -153,7 +149,7 @@ def load_program(path: str, include: list[str] | None = None,
             return
         before = len(diags.errors)
         try:
-            module = parse_source(src, diags) if fresh else _parse_cached(src, diags)
+            module = _parse_cached(src, diags)
         except CompileError:
             _attach_chain(diags, before, chain)
             return

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Differential testing: generated programs on the C backend at -O0 and -O2
+and on the Python backend (optionally also with --soft-f32); any difference
+is a bug.
+
+    python bench/difftest.py --count 20000 --seed 1 --save difftest-failures
+    python bench/difftest.py --count 200 --seed 5 --soft-f32 --reduce
+
+Programs come from bench/gen_program.py (seed = program number). For speed,
+BATCH programs share one module (one C build per optimisation level, one
+Python-backend load); each program's `run()` is called on its own in a forked
+child per configuration (nxc.run.run_isolated), so a crash or a hang costs
+one batch, which is then re-run program by program. For every program that
+disagrees (or whose fold check failed: the checker's constant folding and the
+run-time arithmetic differ), the standalone program is saved to the --save
+folder with the results of each configuration, and with --reduce also shrunk
+by bench/reduce_program.py. The summary line is
+
+    tried N programs (B batches) in S s: D disagreements, F fold mismatches, I invalid
+
+and the exit status is 0 only when D, F and I are all 0.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+try:                                    # an nxc on PYTHONPATH (e.g. an older tree) wins
+    import nxc  # noqa: F401
+except ImportError:
+    sys.path.insert(0, os.path.join(HERE, ".."))
+
+import gen_program  # noqa: E402
+from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
+from nxc.frontend import check_file  # noqa: E402
+from nxc.run import run_isolated  # noqa: E402
+
+# A configuration: (name, backend, C opt level, soft-f32)
+CONFIGS = [("c-O0", "c", "0", False), ("c-O2", "c", "2", False), ("py", "py", None, False)]
+SOFT_CONFIGS = [("c-O2-soft", "c", "2", True)]
+
+OK, TRAP = 0, 1
+
+
+def front_end(path: str, soft_f32: bool = False):
+    """(program, warnings) -- raises CompileError."""
+    diags = Diagnostics()
+    program = check_file(path, diags=diags, soft_f32=soft_f32)
+    return program, list(diags.warnings)
+
+
+def front_end_text(text: str, workdir: str, soft_f32: bool = False):
+    path = os.path.join(workdir, "single.nx")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return front_end(path, soft_f32)
+
+
+def run_entries(program, entries: list[str], backend: str, opt: str | None,
+                timeout: float) -> tuple[str, list[tuple[int, int]] | str]:
+    """Call each entry (func () -> i64) once, in one forked child.
+
+    -> ("ok", [(status, value), ...]) with status OK or TRAP (a run-time error),
+       or (kind, message) for a crash / timeout / error of the whole child."""
+    if backend == "c":
+        import cffi
+        from nxc.build_c import build
+        from nxc.emit_c import emit_c
+        emitted = emit_c(program)
+        # ABI mode, as gate runs build (no Python.h, no wrappers: half the compile); the
+        # exported nxw_<function> entry points are declared from the emitted cdef
+        built = build(emitted, opt=opt, use_cache=False, abi=True)
+
+        def call():
+            ffi = cffi.FFI()
+            ffi.cdef(emitted.cdef)
+            lib = ffi.dlopen(built.path)
+            out = []
+            for name in entries:
+                slot = ffi.new("int64_t *")
+                status = getattr(lib, "nxw_" + name)(slot)
+                out += [OK if status == 0 else TRAP, slot[0] if status == 0 else 0]
+            return out
+        try:
+            kind, data = run_isolated(call, timeout)
+        finally:
+            try:
+                os.remove(built.path)
+            except OSError:
+                pass
+    else:
+        from nxc.run_py import RECURSION_LIMIT, load_py
+
+        def call():
+            sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+            mod = load_py(program)
+            out = []
+            for name in entries:
+                try:
+                    out += [OK, mod.function(name)()]
+                except Exception:  # noqa: BLE001 - a located runtime error
+                    out += [TRAP, 0]
+            return out
+        kind, data = run_isolated(call, timeout)
+    if kind != "ok":
+        return kind, str(data)
+    return "ok", [(data[i], data[i + 1]) for i in range(0, len(data), 2)]
+
+
+def describe(result) -> str:
+    status, value = result
+    if status == TRAP:
+        return "runtime error"
+    return f"{value} (0x{value & 0xFFFFFFFFFFFFFFFF:016X})"
+
+
+def is_fold_mismatch(result) -> bool:
+    status, value = result
+    return status == OK and (value & gen_program.FOLD_MASK) == gen_program.FOLD_SENTINEL
+
+
+class Stats:
+    def __init__(self):
+        self.tried = 0
+        self.batches = 0
+        self.disagreements: list[int] = []
+        self.fold_mismatches: list[int] = []
+        self.invalid: list[int] = []
+        self.warned: list[int] = []
+        self.traps = 0
+        self.reruns = 0
+        self.soft_batches = 0
+
+    def line(self, seconds: float) -> str:
+        return (f"tried {self.tried} programs ({self.batches} batches) in {seconds:.0f} s: "
+                f"{len(self.disagreements)} disagreements, {len(self.fold_mismatches)} fold mismatches, "
+                f"{len(self.invalid)} invalid, {len(self.warned)} with warnings, "
+                f"{self.traps} runtime errors (all configs agreeing), {self.reruns} batch re-runs, "
+                f"{self.soft_batches} batches also with --soft-f32")
+
+
+def run_batch(seeds: list[int], configs, workdir: str, timeout: float) -> dict:
+    """{seed: {config name: (status, value) | failure text}}, or raises CompileError."""
+    text, entries = gen_program.generate_batch(seeds)
+    path = os.path.join(workdir, f"batch_{seeds[0]}.nx")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    results: dict[int, dict] = {s: {} for s in seeds}
+    programs = {}
+    for name, backend, opt, soft in configs:
+        if soft not in programs:
+            programs[soft] = front_end(path, soft)
+        program, _ = programs[soft]
+        kind, data = run_entries(program, entries, backend, opt, timeout)
+        for i, s in enumerate(seeds):
+            results[s][name] = data[i] if kind == "ok" else f"{kind}: {data}"
+    os.remove(path)
+    forget_parse(path, text)
+    return results, programs[False][1]
+
+
+def forget_parse(path: str, text: str) -> None:
+    """Drop the batch's entry from the on-disk parse cache (each batch is parsed once)."""
+    try:
+        from nxc import loader
+        from nxc.diagnostics import SourceFile
+        from nxc.paths import cache_dir
+        key = loader._parse_key(SourceFile(os.path.realpath(path), text))
+        os.remove(os.path.join(cache_dir(), "parse", key + ".pickle"))
+    except (AttributeError, ImportError, OSError, TypeError):
+        pass
+
+
+def run_single(seed: int, configs, workdir: str, timeout: float) -> dict:
+    return run_batch([seed], configs, workdir, timeout)[0][seed]
+
+
+def verdict(res: dict) -> str:
+    """"same", "fold" or "differ"."""
+    values = list(res.values())
+    if any(isinstance(v, str) for v in values) or len(set(values)) > 1:
+        return "differ"
+    if is_fold_mismatch(values[0]):
+        return "fold"
+    return "same"
+
+
+def save_case(folder: str, seed: int, res: dict, kind: str, reduce: bool, configs) -> str:
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, f"{kind}_{seed}.nx")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(gen_program.generate(seed))
+    with open(path[:-3] + ".json", "w", encoding="utf-8") as f:
+        json.dump({"seed": seed, "kind": kind,
+                   "results": {k: (v if isinstance(v, str) else describe(v)) for k, v in res.items()}}, f, indent=1)
+    if reduce:
+        import reduce_program
+        names = [c[0] for c in configs if c[0] in res]
+        out = reduce_program.reduce_file(path, path[:-3] + ".reduced.nx", configs=names,
+                                         fold=(kind == "fold"), verbose=False)
+        print(f"    reduced to {out}", flush=True)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Differential testing of nxc's backends on generated programs.")
+    ap.add_argument("--count", type=int, default=100, help="programs to try (default 100)")
+    ap.add_argument("--seed", type=int, default=1, help="first program seed (default 1)")
+    ap.add_argument("--batch", type=int, default=20, help="programs per module (default 20)")
+    ap.add_argument("--soft-f32", action="store_true", help="also run C -O2 with --soft-f32")
+    ap.add_argument("--soft-every", type=int, default=1, metavar="K",
+                    help="with --soft-f32: only every K-th batch (default 1: all)")
+    ap.add_argument("--save", default="difftest-failures", metavar="DIR",
+                    help="folder for disagreeing programs (default difftest-failures/)")
+    ap.add_argument("--reduce", action="store_true", help="shrink each saved program (slow)")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per batch and configuration")
+    ap.add_argument("--json", metavar="FILE", help="write the final counts as JSON to FILE")
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args(argv)
+
+    configs = CONFIGS + (SOFT_CONFIGS if args.soft_f32 else [])
+    stats = Stats()
+    start = time.time()
+    last_report = start
+    with tempfile.TemporaryDirectory(prefix="nx-difftest-") as workdir:
+        os.environ.setdefault("NXC_CACHE_DIR", os.path.join(workdir, "cache"))
+        seed = args.seed
+        end = args.seed + args.count
+        while seed < end:
+            seeds = list(range(seed, min(seed + args.batch, end)))
+            seed = seeds[-1] + 1
+            stats.batches += 1
+            batch_configs = configs if stats.batches % max(args.soft_every, 1) == 1 % max(args.soft_every, 1) \
+                else CONFIGS
+            try:
+                results, warnings = run_batch(seeds, batch_configs, workdir, args.timeout)
+            except CompileError:
+                # a generator bug: find the invalid programs, run the others together
+                valid = []
+                for s in seeds:
+                    try:
+                        front_end_text(gen_program.generate(s), workdir)
+                        valid.append(s)
+                    except CompileError as exc:
+                        stats.invalid.append(s)
+                        print(f"  INVALID program {s}: {exc.diagnostics[0].render().splitlines()[0]}", flush=True)
+                try:
+                    results, warnings = run_batch(valid, batch_configs, workdir, args.timeout) if valid else ({}, [])
+                except CompileError:
+                    results, warnings = None, []
+            if warnings:
+                stats.warned.append(seeds[0])
+                if not args.quiet:
+                    print(f"  warnings in batch {seeds[0]}: {warnings[0].render().splitlines()[0]}", flush=True)
+            if results is None or any(isinstance(v, str) for r in results.values() for v in r.values()):
+                # a crash / timeout somewhere: program by program
+                stats.reruns += 1
+                results = {}
+                for s in seeds:
+                    if s in stats.invalid:
+                        continue
+                    try:
+                        results[s] = run_single(s, batch_configs, workdir, args.timeout)
+                    except CompileError as exc:
+                        stats.invalid.append(s)
+                        print(f"  INVALID program {s}: {exc.diagnostics[0].render().splitlines()[0]}", flush=True)
+            for s, res in results.items():
+                stats.tried += 1
+                v = verdict(res)
+                if v == "same" and list(res.values())[0][0] == TRAP:
+                    stats.traps += 1
+                if v == "same":
+                    continue
+                (stats.disagreements if v == "differ" else stats.fold_mismatches).append(s)
+                print(f"  {'DISAGREEMENT' if v == 'differ' else 'FOLD MISMATCH'} program {s}: "
+                      + ", ".join(f"{k}={v if isinstance(v, str) else describe(v)}" for k, v in res.items()),
+                      flush=True)
+                path = save_case(args.save, s, res, "fold" if v == "fold" else "differ", args.reduce,
+                                 batch_configs)
+                print(f"    saved {path}", flush=True)
+            now = time.time()
+            stats.soft_batches += any(c[3] for c in batch_configs)
+            if not args.quiet and now - last_report > 30:
+                last_report = now
+                print("  " + stats.line(now - start), flush=True)
+    elapsed = time.time() - start
+    print(stats.line(elapsed), flush=True)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"tried": stats.tried, "batches": stats.batches, "seconds": round(elapsed, 1),
+                       "first_seed": args.seed, "configs": [c[0] for c in configs],
+                       "disagreements": stats.disagreements, "fold_mismatches": stats.fold_mismatches,
+                       "invalid": stats.invalid, "warned_batches": stats.warned, "runtime_errors": stats.traps,
+                       "soft_f32_batches": stats.soft_batches, "batch_size": args.batch},
+                      f, indent=1)
+    return 0 if not (stats.disagreements or stats.fold_mismatches or stats.invalid) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
