@@ -938,7 +938,7 @@ class Gen:
                 t = self.gp.ty[1:]
                 lines.append(f"    {self.gp.name}[(x as u64) & {self.N - 1}] += (x as {t}) | 1")
                 f.touches_memory = True
-            lines.append(f"    return x")
+            lines.append("    return x")
             self.out.append(f"func {f.name}(x: {ty}) -> {ty} {{")
             self.out.extend(lines)
             self.out.append("}")

@@ -16,10 +16,10 @@ import difflib
 from dataclasses import dataclass, field
 
 from . import ast
-from .diagnostics import CompileError, Diagnostics, Pos
+from .diagnostics import Diagnostics, Pos
 from .loader import ModuleGraph
 from .types import (BOOL, BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntType, PointerType,
-                    StructField, StructType, Type, VoidType, layout_struct)
+                    StructField, StructType, Type, layout_struct)
 
 from .externs import externs, f32_primitives
 
@@ -809,7 +809,7 @@ class Checker:
             self.diags.error(e.pos, f"cannot compare values of type {lt}")
             return BOOL
         if isinstance(lt, BoolType) and op not in ("==", "!="):
-            self.diags.error(e.pos, f"bools compare only with == and !=")
+            self.diags.error(e.pos, "bools compare only with == and !=")
             return BOOL
         if e.left.const is not None and e.right.const is not None:
             e.const = int(fold_compare(op, e.left.const, e.right.const))

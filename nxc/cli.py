@@ -6,7 +6,6 @@ and a non-zero exit status, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 
