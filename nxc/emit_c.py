@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from . import __version__, ast
 from .check import Function, Program
-from .f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name, unboxed_locals
+from .f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
 from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
 from .skeleton import template
 from .types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
@@ -106,21 +106,7 @@ class EmittedC:
 
 def _has_call(e) -> bool:
     """A call with possible side effects inside (float32 primitives are pure)."""
-    if isinstance(e, ast.Call):
-        return primitive_name(e) is None or any(_has_call(a) for a in e.args)
-    if e is None or e.const is not None:
-        return False
-    if isinstance(e, ast.Unary):
-        return _has_call(e.operand)
-    if isinstance(e, ast.Binary):
-        return _has_call(e.left) or _has_call(e.right)
-    if isinstance(e, ast.Cast):
-        return _has_call(e.expr)
-    if isinstance(e, ast.Index):
-        return _has_call(e.base) or _has_call(e.index)
-    if isinstance(e, ast.FieldAccess):
-        return _has_call(e.base)
-    return False
+    return not is_pure(e)
 
 
 def _is_stable(e) -> bool:

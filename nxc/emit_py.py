@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from . import __version__, ast
 from .check import Function, Program
 from .externs import f32_primitives
+from .f32_unbox import is_pure
 from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
 from .skeleton import template
 from .types import BoolType, IntType, PointerType, Type
@@ -123,21 +124,8 @@ def _strip(text: str) -> str:
 
 
 def _has_call(e) -> bool:
-    if e is None or (e.const is not None and not isinstance(e.ty, PointerType)):
-        return False
-    if isinstance(e, ast.Call):
-        return True
-    if isinstance(e, ast.Unary):
-        return _has_call(e.operand)
-    if isinstance(e, ast.Binary):
-        return _has_call(e.left) or _has_call(e.right)
-    if isinstance(e, ast.Cast):
-        return _has_call(e.expr)
-    if isinstance(e, ast.Index):
-        return _has_call(e.base) or _has_call(e.index)
-    if isinstance(e, ast.FieldAccess):
-        return _has_call(e.base)
-    return False
+    """A call with possible side effects inside (float32 primitives are pure)."""
+    return not is_pure(e)
 
 
 @dataclass
