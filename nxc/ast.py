@@ -237,6 +237,23 @@ class Module(Node):
         return [i for i in self.items if isinstance(i, Import)]
 
 
+def subexpressions(e: Expr) -> tuple:
+    """The direct operand expressions of `e`, left to right."""
+    if isinstance(e, Unary):
+        return (e.operand,)
+    if isinstance(e, Binary):
+        return (e.left, e.right)
+    if isinstance(e, Cast):
+        return (e.expr,)
+    if isinstance(e, Call):
+        return tuple(e.args)
+    if isinstance(e, Index):
+        return (e.base, e.index)
+    if isinstance(e, FieldAccess):
+        return (e.base,)
+    return ()
+
+
 def start_pos(node: Node) -> Pos:
     """Where a node's text starts (a Binary's own position is its operator)."""
     while True:

@@ -615,12 +615,17 @@ class FunctionEmitter:
 
     def load_at(self, addr: str, t: Type, pos, fixed: bool = False) -> str:
         view, shift = _view(t)
-        size = 1 << shift
-        site = self.site(pos, "r", type_key(t))
+        var, check, idx, size, site = self.access(addr, t, pos, "r", shift, fixed)
+        return f"({view}[{idx}] if {check} & {size} else _ld({var}, {site}))"
+
+    def access(self, addr: str, t: Type, pos, mode: str, shift: int, fixed: bool):
+        """The pieces of a checked access: (address variable, shadow check,
+        element index, access size, fault site)."""
+        site = self.site(pos, mode, type_key(t))
         var = addr if fixed else "_a"
         check = f"_SH[{addr}]" if fixed else f"_SH[(_a := {addr})]"
         idx = var if shift == 0 else f"{var} >> {shift}"
-        return f"({view}[{idx}] if {check} & {size} else _ld({var}, {site}))"
+        return var, check, idx, 1 << shift, site
 
     def store(self, place: ast.Expr, value: ast.Expr) -> str:
         text, canon = self.ex(value)
@@ -635,11 +640,7 @@ class FunctionEmitter:
             view, shift = _view(t, canonical=False)
         else:
             view, shift = _view(t)
-        size = 1 << shift
-        site = self.site(pos, "w", type_key(t))
-        var = addr if fixed else "_a"
-        check = f"_SH[{addr}]" if fixed else f"_SH[(_a := {addr})]"
-        idx = var if shift == 0 else f"{var} >> {shift}"
+        var, check, idx, size, site = self.access(addr, t, pos, "w", shift, fixed)
         return f"{view}[{idx} if {check} & {size} else _st({var}, {site})] = {_strip(text)}"
 
 

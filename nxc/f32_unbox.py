@@ -45,19 +45,9 @@ def is_pure(e) -> bool:
     """No call with side effects inside (primitives are pure)."""
     if e is None or e.const is not None:
         return True
-    if isinstance(e, ast.Call):
-        return primitive_name(e) is not None and all(is_pure(a) for a in e.args)
-    if isinstance(e, ast.Unary):
-        return is_pure(e.operand)
-    if isinstance(e, ast.Binary):
-        return is_pure(e.left) and is_pure(e.right)
-    if isinstance(e, ast.Cast):
-        return is_pure(e.expr)
-    if isinstance(e, ast.Index):
-        return is_pure(e.base) and is_pure(e.index)
-    if isinstance(e, ast.FieldAccess):
-        return is_pure(e.base)
-    return True
+    if isinstance(e, ast.Call) and primitive_name(e) is None:
+        return False
+    return all(is_pure(x) for x in ast.subexpressions(e))
 
 
 def is_canonical_f32_const(value: int) -> bool:

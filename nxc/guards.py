@@ -111,15 +111,7 @@ def _is_literal(e: ast.Expr) -> bool:
 
 
 def _mentions_name(e) -> bool:
-    if isinstance(e, ast.Name):
-        return True
-    if isinstance(e, ast.Unary):
-        return _mentions_name(e.operand)
-    if isinstance(e, ast.Binary):
-        return _mentions_name(e.left) or _mentions_name(e.right)
-    if isinstance(e, ast.Cast):
-        return _mentions_name(e.expr)
-    return False
+    return isinstance(e, ast.Name) or any(_mentions_name(x) for x in ast.subexpressions(e))
 
 
 def _showable(t) -> bool:

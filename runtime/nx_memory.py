@@ -315,21 +315,20 @@ class Runtime:
 
     # ---- internals ----
     def _fill_shadow(self, base: int, n: int) -> None:
-        sh = self.shadow
-        off = 0
-        while off < n:
-            k = min(n - off, _CHUNK)
-            sh[base + off:base + off + k] = _PATTERN[:k]
-            off += k
+        self._fill_chunks(base, n, _PATTERN)
         for o in range(max(n - 8, 0), n):       # the tail: shorter accesses only
-            sh[base + o] = _shadow_byte(o, n)
+            self.shadow[base + o] = _shadow_byte(o, n)
 
     def _clear_shadow(self, base: int, n: int) -> None:
+        self._fill_chunks(base, n, _ZEROS)
+
+    def _fill_chunks(self, base: int, n: int, pattern) -> None:
+        """shadow[base:base+n] = pattern repeated, in slices of at most _CHUNK."""
         sh = self.shadow
         off = 0
         while off < n:
             k = min(n - off, _CHUNK)
-            sh[base + off:base + off + k] = _ZEROS[:k]
+            sh[base + off:base + off + k] = pattern[:k]
             off += k
 
     def _first_invalid(self, a: int, n: int):

@@ -532,6 +532,17 @@ def test_attention_kernel_on_random_inputs(kernels):
         assert np.any(outs[0][0] != 0)
 
 
+def _kernel_on_both(c, py, name, out_len, args, Q, K, V, label):
+    """Run kernel `name`(*args(Q, K, V), out) on both backends on copies of
+    the same inputs; it must return 0 and write the same words."""
+    outs = []
+    for m in (c, py):
+        out = np.zeros(out_len, np.int64)
+        assert getattr(m, name)(*args(Q.copy(), K.copy(), V.copy()), out) == 0
+        outs.append(out)
+    _words_equal(outs[0], outs[1], label)
+
+
 def test_multi_query_attention_kernel_on_random_inputs(kernels):
     if "nx_f32_attn_multi.nx" not in kernels:
         pytest.skip("nx_f32_attn_multi.nx not present")
@@ -541,12 +552,9 @@ def test_multi_query_attention_kernel_on_random_inputs(kernels):
         Q = random_f32(rng, n_q * d, 2.0)
         K, V = random_f32(rng, n_k * d, 2.0), random_f32(rng, n_k * d, 2.0)
         scale = int(f32_bits(np.float32(1 / np.sqrt(d))))
-        outs = []
-        for m in (c, py):
-            out = np.zeros(n_q * d, np.int64)
-            assert m.nx_f32_attn_multi(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, causal, scale, out) == 0
-            outs.append(out)
-        _words_equal(outs[0], outs[1], f"attn_multi n_q={n_q} n_k={n_k} d={d} causal={causal}")
+        _kernel_on_both(c, py, "nx_f32_attn_multi", n_q * d,
+                        lambda Q, K, V: (Q, K, V, n_q, n_k, d, causal, scale), Q, K, V,
+                        f"attn_multi n_q={n_q} n_k={n_k} d={d} causal={causal}")
 
 
 def test_gqa_attention_kernel_on_random_inputs(kernels):
@@ -558,12 +566,9 @@ def test_gqa_attention_kernel_on_random_inputs(kernels):
         Q = random_f32(rng, n * hq * d)
         K, V = random_f32(rng, n * hkv * d), random_f32(rng, n * hkv * d)
         scale = int(f32_bits(np.float32(1 / np.sqrt(d))))
-        outs = []
-        for m in (c, py):
-            out = np.zeros(n * hq * d, np.int64)
-            assert m.nx_f32_gqa_attention(Q.copy(), K.copy(), V.copy(), n, hq, hkv, d, scale, out) == 0
-            outs.append(out)
-        _words_equal(outs[0], outs[1], f"gqa n={n} hq={hq} hkv={hkv} d={d}")
+        _kernel_on_both(c, py, "nx_f32_gqa_attention", n * hq * d,
+                        lambda Q, K, V: (Q, K, V, n, hq, hkv, d, scale), Q, K, V,
+                        f"gqa n={n} hq={hq} hkv={hkv} d={d}")
 
 
 def test_f32_exp_and_helpers_on_random_bit_patterns(kernels):

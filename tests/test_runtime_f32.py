@@ -66,32 +66,10 @@ UNOPS = ["nx_f32_sqrt", "nx_i32_to_f32", "nx_f32_to_i32"]
 # Input generation
 # ---------------------------------------------------------------------------
 
-_SPECIAL_MAGNITUDES = [
-    0x00000000,                          # 0
-    0x00000001, 0x00000002, 0x00000003,  # smallest subnormals
-    0x00400000, 0x007FFFFF,              # mid / largest subnormal
-    0x00800000, 0x00800001, 0x00FFFFFF,  # smallest normals
-    0x7F7FFFFF, 0x7F7FFFFE,              # largest normals
-    0x7F000000, 0x7E800000,              # 2^127, 2^126 (overflow makers)
-    0x3F800000, 0x3F800001, 0x3F7FFFFF,  # 1, 1+ulp, 1-ulp/2
-    0x3FC00000, 0x3FFFFFFF, 0x40000000,  # 1.5, 2-ulp, 2
-    0x40400000, 0x41200000,              # 3, 10 (inexact quotients)
-    0x33800000, 0x33800001, 0x34000000,  # 2^-24 (1 + it is a tie), 2^-23
-    0x34400000,                          # 3*2^-24 (1 + it is a tie, rounds up)
-    0x3F800800,                          # 1+2^-12: squared is a tie
-    0x3F801800,                          # 1+3*2^-12
-    0x1A000000, 0x1A400000,              # 2^-75, 1.5*2^-75: squared underflow
-    0x20000000,                          # 2^-63
-    0x5F800000, 0x5F7FFFFF,              # 2^64, just below: squared ~ overflow
-    0x4B800000, 0x4B800001,              # 2^24, 2^24+2
-    0x4EFFFFFF, 0x4F000000, 0x4F000001,  # around 2^31 (f32_to_i32 limits)
-    0x3F000000, 0x3EFFFFFF, 0x3F400000,  # 0.5, below, 0.75
-    0x7F800000,                          # inf
-    0x7FC00000, 0x7FFFFFFF, 0x7FC00001,  # quiet NaNs
-    0x7F800001, 0x7FA00000, 0x7FBFFFFF,  # signalling NaNs
-]
-SPECIALS = np.array(sorted({m | s for m in _SPECIAL_MAGNITUDES for s in (0, 0x80000000)}),
-                    dtype=np.int64)
+# Every special class (signed zeros, subnormals, normal edges, ties, overflow
+# and underflow makers, infinities, quiet and signalling NaNs), shared with
+# the numerics tests.
+from numerics_support import SPECIALS  # noqa: E402
 
 
 def _mantissas(rng, n):
