@@ -37,7 +37,7 @@ import cffi
 
 from . import __version__
 from .emit_c import GATE_CDEF, EmittedC
-from .paths import cache_dir, runtime_dir
+from .paths import cache_dir, runtime_dir, write_atomically
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
@@ -97,14 +97,7 @@ def compiler_identity(cc: str) -> str:
     except (OSError, subprocess.SubprocessError):
         return cc
     if memo is not None:
-        try:
-            os.makedirs(os.path.dirname(memo), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(memo), prefix=".cc-")
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(ident)
-            os.replace(tmp, memo)
-        except OSError:
-            pass
+        write_atomically(memo, ident.encode("utf-8"))
     return ident
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import tempfile
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -18,7 +17,7 @@ from functools import lru_cache
 from . import __version__, ast
 from .diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from .parse import parse_source
-from .paths import bundled_dir, cache_dir, grammar_file
+from .paths import bundled_dir, cache_dir, grammar_file, write_atomically
 
 
 @dataclass
@@ -110,23 +109,12 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     if blob is None:
         module = parse_source(src, diags)      # raises on syntax errors: nothing cached
         blob = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-        _write_atomically(disk, blob)
+        write_atomically(disk, blob)
     _PARSED[key] = blob
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
         _PARSED.popitem(last=False)
     return pickle.loads(blob)
-
-
-def _write_atomically(path: str, data: bytes) -> None:
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".parse-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass        # a read-only cache only costs speed
 
 
 def load_program(path: str, include: list[str] | None = None,

@@ -1,21 +1,25 @@
-"""Parsing: source text -> tokens -> Lark tree -> AST (nxc/ast.py).
+"""Parsing: source text -> tokens -> AST (nxc/ast.py).
 
-The Lark parser (LALR, grammar/nx.lark) is built once per process and its
-tables cached by Lark. Syntax errors are translated into the language's own
-words here, so no Lark terminal name or exception ever reaches a user.
+Lark reads grammar/nx.lark and builds its LALR(1) table (cached on disk,
+see `_grammar_tables`); nxc/lexer.py and nxc/postlex.py make the tokens and
+nxc/lalr.py runs the table, calling the rule methods below to build the AST
+directly. Syntax errors are translated into the language's own words here,
+so no Lark terminal name or exception ever reaches a user.
 """
 from __future__ import annotations
 
+import hashlib
+import os
+import pickle
 import re
 from functools import lru_cache
 
-from lark import Lark, Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from lark import Lark, __version__ as lark_version
 
-from . import ast
+from . import ast, lalr
 from .diagnostics import Diagnostics, Pos, SourceFile
-from .paths import grammar_file
-from .lexer import NxLexer
+from .paths import cache_dir, grammar_file, write_atomically
+from .lexer import LexError, NxLexer, Token, terminal_specs
 from .postlex import StatementEnds
 
 # How each terminal is named in an error message.
@@ -53,37 +57,69 @@ def _describe_token(tok: Token) -> str:
     return f"'{tok.value}'"
 
 
+class _Parser:
+    """The grammar's lexer, statement-end pass and table, built once."""
+
+    def __init__(self):
+        self.postlex = StatementEnds()
+        self.to_ast = _ToAst(None, None)
+        terminals, table = _grammar_tables(self.postlex)
+        self.lexer = NxLexer(terminals)
+        self.tables = lalr.Tables(table, _builder_maker(self.to_ast))
+
+    def parse(self, text: str):
+        return lalr.parse(self.postlex.process(self.lexer.lex(text)), self.tables)
+
+
 @lru_cache(maxsize=1)
-def _parser() -> tuple[Lark, StatementEnds, "_ToAst"]:
-    # The AST is built inside the LALR parser (no intermediate parse tree, no
-    # position propagation): several times faster than transforming a tree
-    # afterwards. Positions come from the tokens, which are all kept.
-    postlex = StatementEnds()
-    to_ast = _ToAst(None, None)
+def _parser() -> _Parser:
+    return _Parser()
+
+
+_TABLE_FORMAT = "3"     # bump when table_from_lark or terminal_specs change shape
+
+
+def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
+    """(terminal specs, LALR table) of grammar/nx.lark.
+
+    Lark builds them (~100 ms); they are kept as a pickle of plain data in
+    the cache folder, keyed by the grammar text and Lark's version, so later
+    processes load them in about a millisecond.
+    """
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
-    lark = Lark(grammar, parser="lalr", lexer=NxLexer, postlex=postlex,
-                keep_all_tokens=True, maybe_placeholders=False,
-                start="module", transformer=_Callbacks(to_ast), cache=True)
-    return lark, postlex, to_ast
+    key = hashlib.sha256("\0".join((_TABLE_FORMAT, lark_version, grammar,
+                                    *postlex.always_accept)).encode()).hexdigest()[:24]
+    path = os.path.join(cache_dir(), "parse", f"grammar-{key}.pickle")
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+        pass
+    # Lark reads the grammar and builds the LALR(1) table; it is not asked
+    # to parse anything (nxc/lalr.py runs the table).
+    lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex, start="module")
+    result = (terminal_specs(lark), lalr.table_from_lark(lark, "module"))
+    write_atomically(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    return result
 
 
 def _pos_of(src: SourceFile, thing) -> Pos:
-    if isinstance(thing, Token):
-        return Pos(src, thing.line or 1, thing.column or 1)
-    if getattr(thing, "empty", True):
-        return Pos(src, 1, 1)
-    return Pos(src, thing.line, thing.column)
+    """Where a token is, or where a rule's children (its `meta`) start."""
+    if thing.__class__ is list:
+        line, col = _start_of(thing)
+        return Pos(src, line or 1, col or 1)
+    return Pos(src, thing.line or 1, thing.column or 1)       # a Token
 
 
-class _Meta:
-    """Where a rule's text starts (and, for blocks, where its last token is)."""
-    __slots__ = ("line", "column", "end_line", "end_column", "empty")
-
-    def __init__(self, line, column, end_line, end_column):
-        self.line, self.column = line, column
-        self.end_line, self.end_column = end_line, end_column
-        self.empty = line is None
+def _start_of(children: list) -> tuple[int | None, int | None]:
+    for c in children:
+        if c.__class__ is Token:
+            return c.line, c.column
+        if isinstance(c, ast.Node):
+            pos = ast.start_pos(c)
+            return pos.line, pos.col
+    return None, None
 
 
 # Tokens that only shape the syntax; rule methods never see them.
@@ -95,15 +131,6 @@ _PUNCTUATION = frozenset({
 })
 
 
-def _start_of(child):
-    if isinstance(child, Token):
-        return child.line, child.column
-    if isinstance(child, ast.Node):
-        pos = ast.start_pos(child)
-        return pos.line, pos.col
-    return None, None
-
-
 _PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}
 
 # Binding strength of each binary operator (higher binds tighter); see
@@ -113,35 +140,38 @@ BINARY_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3
 _COMPARISON = 3   # `=` of a declaration
 
 
-def _callback(method, name):
-    keep_assign = name == "assign_stmt"
+def _builder_maker(to_ast: "_ToAst"):
+    """What the parser calls on each reduction: rule children -> an AST node.
 
-    def call(children):
-        line = col = end_line = end_col = None
-        for c in children:
-            line, col = _start_of(c)
-            if line is not None:
-                break
-        if children and isinstance(children[-1], Token):
-            end_line, end_col = children[-1].line, children[-1].column
-        drop = _PUNCTUATION if keep_assign else _PUNCTUATION_AND_ASSIGN
-        kids = [c for c in children if not (isinstance(c, Token) and c.type in drop)]
-        return method(_Meta(line, col, end_line, end_col), *kids)
-    call.__name__ = name
-    return call
-
-
-class _Callbacks:
-    """What Lark calls while parsing: each rule's children -> an AST node."""
-
-    def __init__(self, to_ast: "_ToAst"):
-        for name in dir(to_ast):
-            if not name.startswith("_") and callable(getattr(to_ast, name)):
-                setattr(self, name, _callback(getattr(to_ast, name), name))
+    Each `_ToAst` method gets the rule's children (its `meta`, read only for
+    positions) and then the children that carry meaning: punctuation and
+    keywords are left out. Where no child is spliced in, which children
+    those are is known from the rule alone, so it is worked out once here
+    instead of on every reduction.
+    """
+    def make(name: str, symbols: tuple[str, ...], inline):
+        method = getattr(to_ast, name)
+        drop = _PUNCTUATION if name == "assign_stmt" else _PUNCTUATION_AND_ASSIGN
+        if inline is not None:
+            def build(children):
+                return method(children, *[c for c in children
+                                          if c.__class__ is not Token or c.type not in drop])
+            return build
+        keep = [i for i, symbol in enumerate(symbols) if symbol not in drop]
+        if not keep:
+            return method
+        if len(keep) == 1:
+            i = keep[0]
+            return lambda children: method(children, children[i])
+        if len(keep) == 2:
+            i, j = keep
+            return lambda children: method(children, children[i], children[j])
+        return lambda children: method(children, *[children[i] for i in keep])
+    return make
 
 
 class _ToAst:
-    """Lark rule children -> nxc.ast. One method per grammar rule or alias."""
+    """Rule children -> nxc.ast. One method per grammar rule or alias."""
 
     def __init__(self, src: SourceFile | None, diags: Diagnostics | None):
         self.src = src
@@ -206,8 +236,8 @@ class _ToAst:
 
     # ---- statements ----
     def block(self, meta, *stmts):
-        end = Pos(self.src, meta.end_line, meta.end_column) if not meta.empty else None
-        return ast.Block(self._p(meta), list(stmts), end)
+        last = meta[-1]            # the closing brace
+        return ast.Block(self._p(meta), list(stmts), Pos(self.src, last.line, last.column))
 
     def _decl(self, meta, name, rest, mutable):
         ty = rest[0] if len(rest) == 2 else None
@@ -340,12 +370,13 @@ def read_header(text: str) -> dict[str, str]:
 
 def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     """Parse one file. Syntax errors are reported through `diags` and raised."""
-    lark, postlex, to_ast = _parser()
+    parser = _parser()
+    to_ast = parser.to_ast
     to_ast.src, to_ast.diags = src, diags
     try:
-        items = lark.parse(src.text)
-    except UnexpectedInput as exc:
-        diags.error(*_syntax_error(src, exc, postlex))
+        items = parser.parse(src.text)
+    except (LexError, lalr.UnexpectedToken) as exc:
+        diags.error(*_syntax_error(src, exc, parser.postlex))
         diags.raise_if_errors()
         raise  # unreachable: raise_if_errors raised
     finally:
@@ -354,24 +385,24 @@ def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 
 
-def _syntax_error(src: SourceFile, exc: UnexpectedInput, postlex: StatementEnds):
-    """(pos, message, notes) for a Lark error, in the language's words."""
-    if isinstance(exc, UnexpectedCharacters):
-        ch = src.text[exc.pos_in_stream] if exc.pos_in_stream < len(src.text) else ""
+def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
+    """(pos, message, notes) for a lexer or parser error, in the language's words."""
+    if isinstance(exc, LexError):
+        ch = src.text[exc.pos] if exc.pos < len(src.text) else ""
         pos = Pos(src, exc.line, exc.column)
         if ch == '"':
             return pos, "unterminated string (strings end on the same line)", []
-        if ch == "/" and src.text.startswith("/*", exc.pos_in_stream):
+        if ch == "/" and src.text.startswith("/*", exc.pos):
             return pos, "unterminated block comment '/*'", []
         return pos, f"stray character {ch!r} in program", []
-    tok = getattr(exc, "token", None)
-    at_end = isinstance(exc, UnexpectedEOF) or (tok is not None and tok.type == "$END")
+    tok = exc.token
+    at_end = tok.type == "$END"
     if at_end and postlex.open_brackets:
         opener = postlex.open_brackets[-1]
         close = _OPEN_TO_CLOSE[opener.value]
         return (Pos(src, opener.line, opener.column),
                 f"'{opener.value}' is never closed: expected '{close}' before the end of the file", [])
-    expected = sorted({_word_for(t) for t in (exc.expected or ()) if not t.startswith("__")} if hasattr(exc, "expected") else set())
+    expected = sorted({_word_for(t) for t in exc.expected if not t.startswith("__")})
     if at_end:
         lines = src.text.splitlines() or [""]
         pos = Pos(src, len(lines), len(lines[-1]) + 1)
@@ -380,11 +411,11 @@ def _syntax_error(src: SourceFile, exc: UnexpectedInput, postlex: StatementEnds)
         pos = Pos(src, tok.line, tok.column)
         found = _describe_token(tok)
     msg = f"unexpected {found}"
-    if tok is not None and tok.type in ("EQ", "NE", "LT", "LE", "GT", "GE"):
+    if tok.type in ("EQ", "NE", "LT", "LE", "GT", "GE"):
         msg += " (comparisons do not chain: write (a < b) && (b < c))"
     if expected and len(expected) <= 8:
         msg += "; expected " + _join_or(expected)
-    elif "_SEP" in (getattr(exc, "expected", None) or ()):
+    elif "_SEP" in exc.expected:
         msg += "; end the previous statement with a newline or ';'"
     return pos, msg, []
 

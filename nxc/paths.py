@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import tempfile
 from functools import lru_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,3 +51,20 @@ def cache_dir() -> str:
         return os.path.abspath(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "nxc")
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a cache file so that readers see all of it or none of it.
+
+    Several processes share the cache (pytest-xdist, `nxc test -j`); a
+    failure to write (read-only cache) only costs speed, so it is ignored.
+    """
+    folder = os.path.dirname(path)
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError:
+        pass

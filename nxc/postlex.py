@@ -9,8 +9,7 @@ newline. The parser sees all of this as one terminal, _SEP.
 """
 from __future__ import annotations
 
-from lark.lark import PostLex
-from lark.lexer import Token
+from .lexer import Token
 
 # Terminal names as Lark gives them to the grammar's anonymous strings.
 _ENDS_STATEMENT = frozenset({
@@ -21,7 +20,9 @@ _OPENERS = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
 _CLOSERS = {"RPAR", "RSQB", "RBRACE"}
 
 
-class StatementEnds(PostLex):
+class StatementEnds:
+    # Terminals only this pass consumes (no grammar rule uses them); Lark
+    # reads this to keep them when it compiles the grammar.
     always_accept = ("NEWLINE", "BLOCK_COMMENT", "SEMI")
 
     def __init__(self):
@@ -34,10 +35,11 @@ class StatementEnds(PostLex):
         self.open_brackets = stack
         pending: Token | None = None   # a newline held back: is `else` next?
         prev = None
+        tok = None
         for tok in stream:
             kind = tok.type
             if kind == "BLOCK_COMMENT":
-                if "\n" not in tok:
+                if "\n" not in tok.value:
                     continue
                 kind = "NEWLINE"
             if kind == "NEWLINE":
@@ -48,11 +50,11 @@ class StatementEnds(PostLex):
                 continue
             if pending is not None:
                 if kind != "ELSE":
-                    yield Token.new_borrow_pos("_SEP", "\n", pending)
+                    yield pending.renamed("_SEP", "\n")
                 pending = None
             if kind == "SEMI":
                 prev = "SEMI"
-                yield Token.new_borrow_pos("_SEP", ";", tok)
+                yield tok.renamed("_SEP", ";")
                 continue
             if kind in _OPENERS:
                 stack.append(tok)
@@ -61,4 +63,6 @@ class StatementEnds(PostLex):
             prev = kind
             yield tok
         if pending is not None:
-            yield Token.new_borrow_pos("_SEP", "\n", pending)
+            yield pending.renamed("_SEP", "\n")
+        # The parser's end marker (nxc/lalr.py), where the last token was.
+        yield Token("$END", "", 1, 1) if tok is None else tok.renamed("$END", "")
