@@ -196,6 +196,8 @@ class Checker:
         self.func: Function | None = None
         self.loop_depth = 0
         self._unique_count: dict[str, int] = {}
+        # expression class -> its expr_<Class> method (check_expr's dispatch)
+        self._expr_methods: dict[type, object] = {}
 
     # ---- entry point ----
     def check(self) -> Program:
@@ -640,7 +642,9 @@ class Checker:
         # A module's AST may be checked again in another import graph (the
         # loader caches parses): start from a clean slate.
         e.const = None
-        method = getattr(self, "expr_" + type(e).__name__)
+        method = self._expr_methods.get(e.__class__)
+        if method is None:
+            method = self._expr_methods[e.__class__] = getattr(self, "expr_" + e.__class__.__name__)
         t = method(e, want)
         e.ty = t
         return t

@@ -122,7 +122,7 @@ class Tables:
 
 
 def _reduction(rule: tuple, make_builder) -> tuple:
-    """(size, origin, kind, inline flags or None, builder) for one rule."""
+    """(size, origin, kind, splicer or None, builder) for one rule."""
     size, origin, alias, expand1, inline, symbols = rule
     plain = alias is None
     # A `?rule` over one non-inlined symbol always has exactly one child:
@@ -137,7 +137,7 @@ def _reduction(rule: tuple, make_builder) -> tuple:
         builder = make_builder(alias or origin, symbols, inline if any(inline) else None)
         if expand1 and plain:
             builder = _expand_single(builder)
-    return size, origin, kind, inline if any(inline) else None, builder
+    return size, origin, kind, _splicer(inline) if any(inline) else None, builder
 
 
 def _expand_single(builder):
@@ -153,6 +153,7 @@ def parse(tokens: Iterable, tables: Tables):
     end_state = tables.end_state
     states = [tables.start_state]
     values: list = []
+    push_state, push_value = states.append, values.append
     # One loop, everything inlined: this is the hottest code of the front end.
     for token in tokens:
         kind = token.type
@@ -164,10 +165,10 @@ def parse(tokens: Iterable, tables: Tables):
                     return values[-1]
                 raise UnexpectedToken(token, tables.expected(top))
             if act >= 0:
-                states.append(act)
-                values.append(token)
+                push_state(act)
+                push_value(token)
                 break
-            size, origin, what, inline, builder = rules[~act]
+            size, origin, what, splice, builder = rules[~act]
             if what == _UNIT:
                 # Unit reductions (`?expr: binary_chain` ...) pop one state
                 # and push one, so the state below stays put: the whole chain
@@ -182,25 +183,32 @@ def parse(tokens: Iterable, tables: Tables):
                 children = values[-size:]
                 del values[-size:]
                 del states[-size:]
-                if inline is not None:
-                    children = _splice(children, inline)
+                if splice is not None:
+                    children = splice(children)
             else:
                 children = []
-            values.append(children if what == _INLINE else builder(children))
-            states.append(gotos[states[-1]][origin])
+            push_value(children if what == _INLINE else builder(children))
+            push_state(gotos[states[-1]][origin])
     raise ValueError("token stream did not end with $END")
 
 
-def _splice(children: list, inline: tuple) -> list:
+def _splicer(inline: tuple[bool, ...]):
+    """children -> children with the inlined ones' lists spliced in."""
     # A left-recursive helper (`__x: __x item`) hands its own list back as
     # the first child: extend it in place, or long lists would cost O(n^2).
-    if inline[0]:
-        out = children[0]
-    else:
-        out = [children[0]]
-    for child, flat in zip(children[1:], inline[1:]):
-        if flat:
-            out.extend(child)
-        else:
-            out.append(child)
-    return out
+    if inline[0] and not any(inline[1:]):
+        def splice_first(children: list) -> list:      # the common shape
+            out = children[0]
+            out += children[1:]
+            return out
+        return splice_first
+
+    def splice(children: list) -> list:
+        out = children[0] if inline[0] else [children[0]]
+        for child, flat in zip(children[1:], inline[1:]):
+            if flat:
+                out.extend(child)
+            else:
+                out.append(child)
+        return out
+    return splice

@@ -10,20 +10,26 @@ passed on for nxc/postlex.py, which decides where statements end.
 from __future__ import annotations
 
 import re
+import string
+from typing import NamedTuple
 
 
-class Token:
-    """One token: its terminal name (`type`), text and where it starts."""
-    __slots__ = ("type", "value", "line", "column")
+class Token(NamedTuple):
+    """One token: its terminal name (`type`), text and where it starts.
 
-    def __init__(self, type: str, value: str, line: int, column: int):
-        self.type, self.value, self.line, self.column = type, value, line, column
+    The lexer makes them with `tuple.__new__(Token, ...)`, skipping the
+    named tuple's Python-level __new__ (half the cost, one per token).
+    """
+    type: str
+    value: str
+    line: int
+    column: int
 
     def renamed(self, type: str, value: str) -> "Token":
-        return Token(type, value, self.line, self.column)
+        return _new(Token, (type, value, self.line, self.column))
 
-    def __repr__(self) -> str:
-        return f"Token({self.type}, {self.value!r}, {self.line}:{self.column})"
+
+_new = tuple.__new__
 
 
 class LexError(Exception):
@@ -34,7 +40,7 @@ class LexError(Exception):
         self.pos, self.line, self.column = pos, line, column
 
 # Regex terminals, in the order they are tried (comments before `/`).
-_REGEX_ORDER = ("BLOCK_COMMENT", "LINE_COMMENT", "NEWLINE", "STRING", "INT", "NAME", "COMPOUND_ASSIGN")
+_REGEX_ORDER = ("NAME", "NEWLINE", "INT", "BLOCK_COMMENT", "LINE_COMMENT", "STRING", "COMPOUND_ASSIGN")
 
 
 def terminal_specs(lark) -> list[tuple[str, str | None, str]]:
@@ -48,61 +54,66 @@ class NxLexer:
         """`terminals`: `terminal_specs` of grammar/nx.lark."""
         regex = {name: pattern for name, _, pattern in terminals}
         name_re = re.compile(regex["NAME"] + r"\Z")
-        self.keywords: dict[str, str] = {}
-        literals: list[tuple[str, str]] = []
+        # Token text -> kind, for every token whose text alone says it:
+        # keywords, operators and punctuation (the grammar's strings).
+        self.fixed: dict[str, str] = {"\n": "NEWLINE", "\r\n": "NEWLINE"}
+        literals: list[str] = []
         for name, text, _ in terminals:
-            if text is None:
-                continue
-            if name_re.match(text):
-                self.keywords[text] = name
-            else:
-                literals.append((text, name))
-        literals.sort(key=lambda item: -len(item[0]))      # longest first: "<<" before "<"
-        parts = [f"(?P<{name}>{regex[name]})" for name in _REGEX_ORDER]
-        # An opening that never closes is reported as such (nxc/parse.py
-        # words it), not as a `/` or a stray quote.
-        parts.append(r"(?P<_UNCLOSED>/\*|\")")
-        # Each group is named after its terminal, so the match names the kind.
-        parts += [f"(?P<{name}>{re.escape(value)})" for value, name in literals]
-        # Blanks before a token are part of its match: one regex call a token.
-        self.master = re.compile(r"[ \t\f\r]*(?:" + "|".join(parts) + ")")
+            if text is not None:
+                self.fixed[text] = name
+                if not name_re.match(text):
+                    literals.append(text)
+        literals.sort(key=len, reverse=True)      # longest first: "<<" before "<"
+        self.regex_terminals = [(name, re.compile(regex[name] + r"\Z")) for name in _REGEX_ORDER]
+        # Any other text starting with a letter is a name, with a digit an
+        # integer literal (checked against the grammar's patterns here).
+        self.by_first: dict[str, str] = {}
+        for ch in string.ascii_letters + "_" + string.digits:
+            kind = "NAME" if re.match(regex["NAME"], ch) else "INT"
+            if not re.match(regex[kind], ch):
+                raise ValueError(f"grammar/nx.lark: {ch!r} starts neither a name nor an integer")
+            self.by_first[ch] = kind
+        tokens = [regex[name] for name in _REGEX_ORDER]
+        # An opening that never closes is taken as one token, so that it is
+        # reported as such (nxc/parse.py words it), not as a `/` or a stray
+        # quote; an unclosed `/*` takes the rest of the text, which keeps
+        # the scan linear however many of them there are.
+        tokens.append(r"/\*[\s\S]*|\"")
+        tokens += [re.escape(text) for text in literals]
+        # (blanks)(token)|(blanks)(any other character): findall returns
+        # the texts without a match object per token, and nothing is ever
+        # skipped (an unexpected character comes back as the last group).
+        self.master = re.compile(r"([ \t\f\r]*)(?:(" + "|".join(tokens) + r")|([^ \t\f\r]))")
 
     def lex(self, data: str):
-        keywords = self.keywords
+        fixed, by_first, new = self.fixed, self.by_first, _new
         pos, line, line_start = 0, 1, 0
-        # finditer skips text no token matches; a gap between one match's
-        # end and the next one's start is that text, an error.
-        for m in self.master.finditer(data):
-            if m.start() != pos:
-                raise self._error(data, pos, line, line_start)
-            kind = m.lastgroup
-            start, pos = m.span(kind)
-            if kind == "NAME":
-                value = data[start:pos]
-                yield Token(keywords.get(value, "NAME"), value, line, start - line_start + 1)
-            elif kind == "NEWLINE":
-                yield Token(kind, "\n", line, start - line_start + 1)
+        for groups in self.master.findall(data):
+            pos += len(groups[0])
+            text = groups[1]
+            if not text:
+                raise LexError(pos, line, pos - line_start + 1)     # groups[-1]: a stray character
+            kind = fixed.get(text) or by_first.get(text[0]) or self._kind(text, pos, line, line_start)
+            if kind == "NEWLINE":
+                yield new(Token, (kind, "\n", line, pos - line_start + 1))
                 line += 1
+                pos += len(text)
                 line_start = pos
-            elif kind == "LINE_COMMENT":
                 continue
-            elif kind == "BLOCK_COMMENT":
-                value = data[start:pos]
-                yield Token(kind, value, line, start - line_start + 1)
-                breaks = value.count("\n")
+            if kind == "LINE_COMMENT":
+                pos += len(text)
+                continue
+            yield new(Token, (kind, text, line, pos - line_start + 1))
+            if kind == "BLOCK_COMMENT":
+                breaks = text.count("\n")
                 if breaks:
                     line += breaks
-                    line_start = start + value.rindex("\n") + 1
-            elif kind == "_UNCLOSED":
-                raise LexError(start, line, start - line_start + 1)
-            else:
-                yield Token(kind, data[start:pos], line, start - line_start + 1)
-        if data[pos:].strip(" \t\f\r"):
-            raise self._error(data, pos, line, line_start)
+                    line_start = pos + text.rindex("\n") + 1
+            pos += len(text)
 
-    @staticmethod
-    def _error(data: str, pos: int, line: int, line_start: int) -> LexError:
-        """The error for text at `pos` (after blanks) that starts no token."""
-        while data[pos] in " \t\f\r":
-            pos += 1
-        return LexError(pos, line, pos - line_start + 1)
+    def _kind(self, text: str, pos: int, line: int, line_start: int) -> str:
+        """The kind of a rarer token (string, comment, compound assignment)."""
+        for name, pattern in self.regex_terminals:
+            if pattern.match(text):
+                return name
+        raise LexError(pos, line, pos - line_start + 1)     # an unclosed `/*...` or `"`

@@ -17,7 +17,7 @@ from functools import lru_cache
 from . import __version__, ast
 from .diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from .parse import parse_source
-from .paths import bundled_dir, cache_dir, grammar_file, write_atomically
+from .paths import bundled_dir, cache_dir, digest_of_files, grammar_file, write_atomically
 
 
 @dataclass
@@ -82,16 +82,18 @@ USE_PARSE_CACHE = True     # the front-end benchmark turns it off
 
 def _parse_key(src: SourceFile) -> str:
     h = hashlib.sha256()
-    for part in (__version__, _grammar_digest(), src.path, src.text):
+    for part in (__version__, _front_end_digest(), src.path, src.text):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.hexdigest()[:32]
 
 
 @lru_cache(maxsize=1)
-def _grammar_digest() -> str:
-    with open(grammar_file(), "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
+def _front_end_digest() -> str:
+    """The grammar and the code that makes and shapes ASTs: a cached pickle
+    is only as good as the classes and parser that made it."""
+    from . import diagnostics, lalr, lexer, parse, postlex
+    return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, lalr, lexer, parse, postlex)))
 
 
 def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
@@ -114,7 +116,15 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
         _PARSED.popitem(last=False)
-    return pickle.loads(blob)
+    try:
+        module = pickle.loads(blob)
+    except Exception:  # noqa: BLE001 - a damaged cache file costs a parse, nothing else
+        module = None
+    if not isinstance(module, ast.Module):
+        _PARSED.pop(key, None)
+        module = parse_source(src, diags)
+        write_atomically(disk, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
+    return module
 
 
 def load_program(path: str, include: list[str] | None = None,

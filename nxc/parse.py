@@ -16,9 +16,9 @@ from functools import lru_cache
 
 from lark import Lark, __version__ as lark_version
 
-from . import ast, lalr
+from . import ast, lalr, lexer
 from .diagnostics import Diagnostics, Pos, SourceFile
-from .paths import cache_dir, grammar_file, write_atomically
+from .paths import cache_dir, digest_of_files, grammar_file, write_atomically
 from .lexer import LexError, NxLexer, Token, terminal_specs
 from .postlex import StatementEnds
 
@@ -76,9 +76,6 @@ def _parser() -> _Parser:
     return _Parser()
 
 
-_TABLE_FORMAT = "3"     # bump when table_from_lark or terminal_specs change shape
-
-
 def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """(terminal specs, LALR table) of grammar/nx.lark.
 
@@ -88,13 +85,18 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
-    key = hashlib.sha256("\0".join((_TABLE_FORMAT, lark_version, grammar,
+    # Keyed by everything that shapes the pickled data: the grammar, Lark,
+    # and the code that turns Lark's objects into plain data.
+    code = digest_of_files(lalr.__file__, lexer.__file__)
+    key = hashlib.sha256("\0".join((code, lark_version, grammar,
                                     *postlex.always_accept)).encode()).hexdigest()[:24]
     path = os.path.join(cache_dir(), "parse", f"grammar-{key}.pickle")
     try:
         with open(path, "rb") as f:
-            return pickle.load(f)
-    except (OSError, pickle.UnpicklingError, EOFError, ValueError):
+            terminals, table = pickle.load(f)
+        if isinstance(terminals, list) and isinstance(table, dict):
+            return terminals, table
+    except Exception:  # noqa: BLE001 - missing or damaged: build it again
         pass
     # Lark reads the grammar and builds the LALR(1) table; it is not asked
     # to parse anything (nxc/lalr.py runs the table).
@@ -104,12 +106,9 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     return result
 
 
-def _pos_of(src: SourceFile, thing) -> Pos:
-    """Where a token is, or where a rule's children (its `meta`) start."""
-    if thing.__class__ is list:
-        line, col = _start_of(thing)
-        return Pos(src, line or 1, col or 1)
-    return Pos(src, thing.line or 1, thing.column or 1)       # a Token
+# Pos is a named tuple; making one with tuple.__new__ skips its Python-level
+# __new__ and halves the cost (one Pos per AST node).
+_new_pos = tuple.__new__
 
 
 def _start_of(children: list) -> tuple[int | None, int | None]:
@@ -178,7 +177,11 @@ class _ToAst:
         self.diags = diags
 
     def _p(self, thing) -> Pos:
-        return _pos_of(self.src, thing)
+        """Where a token is, or where a rule's children (its `meta`) start."""
+        if thing.__class__ is list:
+            line, col = _start_of(thing)
+            return _new_pos(Pos, (self.src, line or 1, col or 1))
+        return _new_pos(Pos, (self.src, thing.line, thing.column))      # a Token
 
     # ---- top level ----
     def module(self, meta, *items):

@@ -7,6 +7,7 @@ both layouts (and editable installs) resolve the same way.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import tempfile
@@ -68,3 +69,13 @@ def write_atomically(path: str, data: bytes) -> None:
         os.replace(tmp, path)
     except OSError:
         pass
+
+
+def digest_of_files(*paths: str) -> str:
+    """A content hash of files, for cache keys that must change with them."""
+    h = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as f:
+            h.update(f.read())
+        h.update(b"\0")
+    return h.hexdigest()

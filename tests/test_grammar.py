@@ -145,3 +145,35 @@ def test_unexpected_token_uses_language_words():
     d = syntax_error("func f() -> i64 { return ) }")
     assert "unexpected ')'" in d.message
     assert "RPAR" not in d.message and "__ANON" not in d.message
+
+
+@pytest.mark.parametrize("text, line, col, words", [
+    ('func f() -> i64 {\n  let s = "abc\n  return 0\n}\n', 2, 11, "unterminated string"),
+    ("func f() -> i64 {\n  return 0 /* no end\n}\n", 2, 12, "unterminated block comment '/*'"),
+    # the first unclosed `/*` is the one reported, however many follow
+    ("func f() -> i64 {\n  return 0 /* a\n/* b\n/* c", 2, 12, "unterminated block comment '/*'"),
+    ("func f() -> i64 { return 1 }\n\t$", 2, 2, "stray character '$'"),
+])
+def test_lexical_errors_are_located(text, line, col, words):
+    d = syntax_error(text)
+    assert words in d.message
+    assert (d.pos.line, d.pos.col) == (line, col)
+
+
+def test_blanks_and_carriage_returns_at_the_end_are_fine():
+    assert len(parse("func f() -> i64 { return 1 }\r\n  \t\r").items) == 1
+    assert len(parse("func f() -> i64 {\r\n  return 1\r\n}\r\n").items) == 1
+
+
+def test_positions_after_a_multiline_block_comment():
+    m = parse("/* one\n two\n   three */ func f() -> i64 { return 1 }\n")
+    assert (m.items[0].pos.line, m.items[0].pos.col) == (3, 18)      # the name
+
+
+def test_long_lists_parse_in_order():
+    # Left-recursive helper rules build lists in place (nxc/lalr.py): every
+    # element must come out, in source order.
+    stmts = body("\n".join(f"let v{i} = {i}" for i in range(3000)))
+    assert [s.name for s in stmts] == [f"v{i}" for i in range(3000)]
+    args = body("g(" + ", ".join(str(i) for i in range(500)) + ")")[0].expr.args
+    assert [a.value for a in args] == list(range(500))

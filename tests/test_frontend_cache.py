@@ -1,0 +1,80 @@
+"""The front end's disk caches: parsed modules and the grammar's LALR table.
+
+A damaged or stale cache file must cost a re-parse (or a table rebuild),
+never a wrong result or a crash.
+"""
+from __future__ import annotations
+
+import glob
+import os
+
+from nxc import loader, parse
+from nxc.diagnostics import Diagnostics
+from nxc.frontend import check_file
+from nxc.paths import cache_dir
+
+SOURCE = """
+func add(a: i64, b: i64) -> i64 { return a + b }
+func main() -> i64 {
+    if add(2, 3) != 5 { return 1 }
+    return 0
+}
+"""
+
+
+def _fresh_process_state():
+    loader._PARSED.clear()          # the in-memory copy would hide the disk one
+
+
+def _parse_files(path):
+    key = loader._parse_key(loader.read_source(path, Diagnostics()))
+    return os.path.join(cache_dir(), "parse", key + ".pickle")
+
+
+def test_parsed_module_is_cached_on_disk_and_reused(write_nx):
+    path = write_nx(SOURCE)
+    first = check_file(path, diags=Diagnostics())
+    cached = _parse_files(path)
+    assert os.path.isfile(cached)
+    _fresh_process_state()
+    second = check_file(path, diags=Diagnostics())
+    assert [f.name for f in second.graph.root.items] == [f.name for f in first.graph.root.items] == ["add", "main"]
+
+
+def test_damaged_parse_cache_file_is_parsed_again(write_nx):
+    path = write_nx(SOURCE)
+    check_file(path, diags=Diagnostics())
+    cached = _parse_files(path)
+    for junk in (b"", b"not a pickle", b"\x80\x05K\x01."):     # the last one unpickles to an int
+        with open(cached, "wb") as f:
+            f.write(junk)
+        _fresh_process_state()
+        program = check_file(path, diags=Diagnostics())
+        assert [f.name for f in program.graph.root.items] == ["add", "main"]
+    with open(cached, "rb") as f:
+        assert f.read() not in (b"", b"not a pickle")   # rewritten with a good copy
+
+
+def test_parse_cache_key_changes_with_the_front_end_code(write_nx, monkeypatch):
+    path = write_nx(SOURCE)
+    src = loader.read_source(path, Diagnostics())
+    before = loader._parse_key(src)
+    monkeypatch.setattr(loader, "_front_end_digest", lambda: "some other parser")
+    assert loader._parse_key(src) != before
+
+
+def test_damaged_grammar_table_cache_is_rebuilt():
+    parse._grammar_tables(parse.StatementEnds())            # make sure it is on disk
+    files = glob.glob(os.path.join(cache_dir(), "parse", "grammar-*.pickle"))
+    assert files
+    for junk in (b"garbage", b"\x80\x05K\x01."):              # the last one unpickles to an int
+        for path in files:
+            with open(path, "wb") as f:
+                f.write(junk)
+        terminals, table = parse._grammar_tables(parse.StatementEnds())
+        assert "NAME" in {name for name, _, _ in terminals}
+        assert table["actions"][table["start"]]              # a real table again
+    # and it parses with it
+    p = parse._Parser.__new__(parse._Parser)
+    p.__init__()
+    assert p.parse("func f() -> i64 { return 1 }\n")[0].name == "f"
