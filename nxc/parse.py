@@ -232,7 +232,7 @@ class _ToAst:
         return ast.Param(self._p(name), name.value, ty)
 
     def named_type(self, meta, name):
-        return ast.TypeName(self._p(name), name.value)
+        return ast.TypeName(_new_pos(Pos, (self.src, name.line, name.column)), name.value)
 
     def pointer_type(self, meta, star, target):
         return ast.TypePointer(self._p(star), target)
@@ -325,7 +325,7 @@ class _ToAst:
         elif value >= 1 << 64:
             self.diags.error(self._p(tok), f"integer literal '{tok.value}' does not fit in 64 bits")
             value = 0
-        return ast.IntLit(self._p(tok), value, tok.value)
+        return ast.IntLit(_new_pos(Pos, (self.src, tok.line, tok.column)), value, tok.value)
 
     def true_lit(self, meta):
         return ast.BoolLit(self._p(meta), True)
@@ -334,7 +334,8 @@ class _ToAst:
         return ast.BoolLit(self._p(meta), False)
 
     def name(self, meta, tok):
-        return ast.Name(self._p(tok), tok.value)
+        # (the commonest node: its Pos is made here, not through _p)
+        return ast.Name(_new_pos(Pos, (self.src, tok.line, tok.column)), tok.value)
 
     def sizeof_expr(self, meta, target):
         return ast.SizeOf(self._p(meta), target)
@@ -348,6 +349,8 @@ _INT_FORMS = (
 
 
 def parse_int_literal(text: str) -> int | None:
+    if text.isdigit() and text.isascii():      # the common case, without a regex
+        return int(text)
     for pattern, base in _INT_FORMS:
         m = pattern.match(text)
         if m:

@@ -18,6 +18,7 @@ _ENDS_STATEMENT = frozenset({
 })
 _OPENERS = {"LPAR": ")", "LSQB": "]", "LBRACE": "}"}
 _CLOSERS = {"RPAR", "RSQB", "RBRACE"}
+_SPECIAL = frozenset({"BLOCK_COMMENT", "NEWLINE", "SEMI", *_OPENERS, *_CLOSERS})
 
 
 class StatementEnds:
@@ -38,6 +39,10 @@ class StatementEnds:
         tok = None
         for tok in stream:
             kind = tok.type
+            if pending is None and kind not in _SPECIAL:
+                prev = kind            # most tokens: nothing to decide
+                yield tok
+                continue
             if kind == "BLOCK_COMMENT":
                 if "\n" not in tok.value:
                     continue
