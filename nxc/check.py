@@ -96,6 +96,7 @@ def is_literal_expr(e: ast.Expr) -> bool:
 
 
 _ARITH_OPS = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"}
+_NOT_VALUES = (StructType, FuncType)      # types an expression has but a value cannot
 _CMP_OPS = {"==", "!=", "<", "<=", ">", ">="}
 _LOGIC_OPS = {"&&", "||"}
 
@@ -630,6 +631,8 @@ class Checker:
     def check_value(self, e: ast.Expr, want: Type | None) -> Type | None:
         """Check an expression used as a value (not a struct, not void)."""
         t = self.check_expr(e, want)
+        if t.__class__ not in _NOT_VALUES:     # the common case, one test
+            return t
         if isinstance(t, StructType):
             self.diags.error(e.pos, f"a struct ({t}) cannot be used as a value; use a pointer to it or one of its fields")
             return None

@@ -179,6 +179,11 @@ def parse(tokens: Iterable, tables: Tables):
                     new_top = unit_chains[key] = tables.follow_units(states[-2], top, kind)
                 states[-1] = new_top
                 continue
+            if size == 1 and splice is None:
+                # (the commonest shape: replace the top in place)
+                values[-1] = [values[-1]] if what == _INLINE else builder([values[-1]])
+                states[-1] = gotos[states[-2]][origin]
+                continue
             if size:
                 children = values[-size:]
                 del values[-size:]

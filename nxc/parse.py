@@ -276,6 +276,9 @@ class _ToAst:
     # ---- expressions ----
     def binary_chain(self, meta, *items):
         """operand (op operand)* -> a Binary tree, by precedence climbing."""
+        if len(items) == 3:                     # one operator: nothing to climb
+            left, op, right = items
+            return ast.Binary(_new_pos(Pos, (self.src, op.line, op.column)), op.value, left, right)
         operands, ops = list(items[0::2]), list(items[1::2])
         pos = 0
 

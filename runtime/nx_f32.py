@@ -111,15 +111,16 @@ def _sc_nx_f32_div(a, b):
     except ValueError:
         _wI[0] = a & 0xFFFFFFFF
         _wI[1] = b & 0xFFFFFFFF
-    x = _wF[0]
-    y = _wF[1]
-    if y == 0.0:
-        # Python raises ZeroDivisionError; IEEE: 0/0, NaN/0 -> NaN,
-        # x/±0 -> inf with sign(x) xor sign(y).
+    try:
+        r = _wF[0] / _wF[1]
+    except ZeroDivisionError:
+        # Python raises for any x / ±0 (NaN too); IEEE: 0/0, NaN/0 -> NaN,
+        # x/±0 -> inf with sign(x) xor sign(y). (A try costs nothing when
+        # nothing is raised; a test of y would cost every division.)
+        x = _wF[0]
         if x != x or x == 0.0:
             return 0x7FC00000
         return ((a ^ b) & 0x80000000) | 0x7F800000
-    r = x / y
     if r != r:
         return 0x7FC00000
     _wF[0] = r
