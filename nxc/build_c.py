@@ -216,16 +216,3 @@ def load(built: Built):
         spec.loader.exec_module(mod)
         _loaded[built.path] = mod
     return mod.lib, mod.ffi
-
-
-def cache_info() -> dict:
-    folder = os.path.join(cache_dir(), "c")
-    files = [os.path.join(folder, f) for f in os.listdir(folder)] if os.path.isdir(folder) else []
-    files = [f for f in files if os.path.isfile(f)]
-    return {"path": cache_dir(), "entries": len(files), "bytes": sum(os.path.getsize(f) for f in files)}
-
-
-def cache_clear() -> int:
-    info = cache_info()
-    shutil.rmtree(os.path.join(cache_dir(), "c"), ignore_errors=True)
-    return info["entries"]

@@ -100,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_build(t)
     _add_soft_f32(t)
 
-    ca = sub.add_parser("cache", help="show or clear the build cache",
-                        description="Inspect (info) or empty (clear) the build cache (NXC_CACHE_DIR).")
+    ca = sub.add_parser("cache", help="show or clear the cache (builds and parsed modules)",
+                        description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
+                                    "built modules (c/) and parsed modules (parse/).")
     ca.add_argument("action", choices=["info", "clear"])
     return p
 
@@ -200,13 +201,16 @@ def cmd_run(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .build_c import cache_clear, cache_info
+    from .paths import CACHE_PARTS, cache_clear, cache_info
     if args.action == "info":
         info = cache_info()
-        print(f"cache: {info['path']}\nentries: {info['entries']}\nsize: {info['bytes'] / 1e6:.1f} MB")
+        print(f"cache: {info['path']}")
+        for name, (files, size) in info["parts"].items():
+            print(f"  {name + '/':7} {files:6} files {size / 1e6:8.1f} MB   {CACHE_PARTS[name]}")
     else:
-        n = cache_clear()
-        print(f"removed {n} cached build{'s' if n != 1 else ''}")
+        info = cache_clear()
+        files = sum(n for n, _ in info["parts"].values())
+        print(f"removed {files} file{'s' if files != 1 else ''} from {info['path']}")
     return EXIT_OK
 
 

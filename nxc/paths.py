@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 import tempfile
 from functools import lru_cache
 
@@ -52,6 +53,32 @@ def cache_dir() -> str:
         return os.path.abspath(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "nxc")
+
+
+# The cache folder's parts: what each holds (see docs/build.md).
+CACHE_PARTS = {
+    "c": "built modules",
+    "parse": "parsed modules and the grammar's parse table",
+}
+
+
+def cache_info() -> dict:
+    """{"path": folder, "parts": {name: (files, bytes)}} of the cache folder."""
+    parts = {}
+    for name in CACHE_PARTS:
+        folder = os.path.join(cache_dir(), name)
+        files = [os.path.join(folder, f) for f in os.listdir(folder)] if os.path.isdir(folder) else []
+        files = [f for f in files if os.path.isfile(f)]
+        parts[name] = (len(files), sum(os.path.getsize(f) for f in files))
+    return {"path": cache_dir(), "parts": parts}
+
+
+def cache_clear() -> dict:
+    """Empty every part of the cache folder; returns what was there."""
+    info = cache_info()
+    for name in CACHE_PARTS:
+        shutil.rmtree(os.path.join(cache_dir(), name), ignore_errors=True)
+    return info
 
 
 def write_atomically(path: str, data: bytes) -> None:

@@ -78,3 +78,27 @@ def test_damaged_grammar_table_cache_is_rebuilt():
     p = parse._Parser.__new__(parse._Parser)
     p.__init__()
     assert p.parse("func f() -> i64 { return 1 }\n")[0].name == "f"
+
+
+def test_cli_cache_info_and_clear(write_nx, tmp_path):
+    import subprocess
+    import sys
+    env = dict(os.environ, NXC_CACHE_DIR=str(tmp_path / "cache"))
+    path = write_nx(SOURCE)
+    run = subprocess.run([sys.executable, "-m", "nxc", "run", path], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+
+    def nxc_cache(action):
+        proc = subprocess.run([sys.executable, "-m", "nxc", "cache", action], env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    info = nxc_cache("info")
+    counts = {line.split()[0]: int(line.split()[1]) for line in info.splitlines()[1:]}
+    assert counts["c/"] >= 1 and counts["parse/"] >= 2          # the build; the module and the grammar table
+    assert "removed" in nxc_cache("clear")
+    after = nxc_cache("info")
+    assert all(int(line.split()[1]) == 0 for line in after.splitlines()[1:])
+    # and everything still works from an empty cache
+    again = subprocess.run([sys.executable, "-m", "nxc", "run", path], env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
