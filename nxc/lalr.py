@@ -11,7 +11,8 @@ Tree shaping follows Lark's own rules, so the grammar reads as Lark grammar:
   - a rule or EBNF helper whose name starts with `_` is inlined into its
     parent (its children are spliced in);
   - a `?rule` with a single child and no alias is replaced by that child;
-  - every other rule calls `builders[alias or name](children)`.
+  - every other rule calls its builder with its children (`Tables` asks
+    nxc/parse.py for one builder per rule, named by the rule's alias or name).
 """
 from __future__ import annotations
 

@@ -80,8 +80,7 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """(terminal specs, LALR table) of grammar/nx.lark.
 
     Lark builds them (~100 ms); they are kept as a pickle of plain data in
-    the cache folder, keyed by the grammar text and Lark's version, so later
-    processes load them in about a millisecond.
+    the cache folder, so later processes load them in about a millisecond.
     """
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
