@@ -100,15 +100,16 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     if not USE_PARSE_CACHE:
         return parse_source(src, diags)
     key = _parse_key(src)
-    blob = _PARSED.get(key)
     disk = os.path.join(cache_dir(), "parse", key + ".pickle")
+    blob = _PARSED.get(key)
     if blob is None:
         try:
             with open(disk, "rb") as f:
                 blob = f.read()
         except OSError:
-            blob = None
-    if blob is None:
+            pass
+    module = _unpickle_module(blob)
+    if module is None:                          # not cached, or a damaged file
         module = parse_source(src, diags)      # raises on syntax errors: nothing cached
         blob = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
         write_atomically(disk, blob)
@@ -116,15 +117,18 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
         _PARSED.popitem(last=False)
+    return module
+
+
+def _unpickle_module(blob: bytes | None) -> ast.Module | None:
+    """A fresh copy of a cached AST; None if there is none or it is damaged."""
+    if blob is None:
+        return None
     try:
         module = pickle.loads(blob)
     except Exception:  # noqa: BLE001 - a damaged cache file costs a parse, nothing else
-        module = None
-    if not isinstance(module, ast.Module):
-        _PARSED.pop(key, None)
-        module = parse_source(src, diags)
-        write_atomically(disk, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
-    return module
+        return None
+    return module if isinstance(module, ast.Module) else None
 
 
 def load_program(path: str, include: list[str] | None = None,

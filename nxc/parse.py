@@ -9,12 +9,11 @@ so no Lark terminal name or exception ever reaches a user.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import pickle
 import re
 from functools import lru_cache
-
-from lark import Lark, __version__ as lark_version
 
 from . import ast, lalr, lexer
 from .diagnostics import Diagnostics, Pos, SourceFile
@@ -84,11 +83,13 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """
     with open(grammar_file(), encoding="utf-8") as f:
         grammar = f.read()
-    # Keyed by everything that shapes the pickled data: the grammar, Lark,
-    # and the code that turns Lark's objects into plain data.
-    code = digest_of_files(lalr.__file__, lexer.__file__)
-    key = hashlib.sha256("\0".join((code, lark_version, grammar,
-                                    *postlex.always_accept)).encode()).hexdigest()[:24]
+    # Keyed by everything that shapes the pickled data: the grammar, Lark
+    # (its __init__.py carries its version; found without importing Lark,
+    # which would cost ~50 ms of every start-up), and the code that turns
+    # Lark's objects into plain data.
+    lark_init = importlib.util.find_spec("lark").origin
+    code = digest_of_files(lalr.__file__, lexer.__file__, lark_init)
+    key = hashlib.sha256("\0".join((code, grammar, *postlex.always_accept)).encode()).hexdigest()[:24]
     path = os.path.join(cache_dir(), "parse", f"grammar-{key}.pickle")
     try:
         with open(path, "rb") as f:
@@ -99,6 +100,7 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
         pass
     # Lark reads the grammar and builds the LALR(1) table; it is not asked
     # to parse anything (nxc/lalr.py runs the table).
+    from lark import Lark
     lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex, start="module")
     result = (terminal_specs(lark), lalr.table_from_lark(lark, "module"))
     write_atomically(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
