@@ -115,7 +115,11 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--save", default="fuzz-failures", help="folder for inputs that raised")
     args = ap.parse_args()
-    stats = fuzz(args.count, args.seed, args.save)
+    with tempfile.TemporaryDirectory(prefix="nxc-fuzz-cache-") as cache:
+        # Its own cache folder: every mutated input that parses would
+        # otherwise be kept in the user's parse cache.
+        os.environ.setdefault("NXC_CACHE_DIR", cache)
+        stats = fuzz(args.count, args.seed, args.save)
     print(f"tried {stats['tried']} inputs in {stats['seconds']:.0f} s: {stats['clean']} clean, "
           f"{stats['diagnosed']} diagnosed, {stats['crashed']} raised an exception")
     for data, tb in stats["failures"][:5]:

@@ -17,7 +17,8 @@ from functools import lru_cache
 from . import __version__, ast
 from .diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from .parse import parse_source
-from .paths import bundled_dir, cache_dir, digest_of_files, grammar_file, write_atomically
+from .paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
+                    write_atomically)
 
 
 @dataclass
@@ -106,18 +107,40 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
         try:
             with open(disk, "rb") as f:
                 blob = f.read()
+            os.utime(disk)                      # recently used: pruned last
         except OSError:
             pass
     module = _unpickle_module(blob)
     if module is None:                          # not cached, or a damaged file
         module = parse_source(src, diags)      # raises on syntax errors: nothing cached
         blob = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-        write_atomically(disk, blob)
+        _store_on_disk(disk, blob)
     _PARSED[key] = blob
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
         _PARSED.popitem(last=False)
     return module
+
+
+# The disk copy is bounded: every module a user or a tool ever checked would
+# otherwise stay there (a fuzzing run alone leaves tens of thousands); see
+# paths.prune_least_recent.
+DISK_MAX_FILES = 4096
+_store_count = 0
+
+
+def _store_on_disk(path: str, blob: bytes) -> None:
+    global _store_count
+    write_atomically(path, blob)
+    _store_count += 1
+    if prune_due(_store_count):
+        prune_parse_cache(os.path.dirname(path))
+
+
+def prune_parse_cache(folder: str, keep: int | None = None) -> int:
+    """Keep at most `keep` (default DISK_MAX_FILES) parsed modules in `folder`."""
+    return prune_least_recent(folder, DISK_MAX_FILES if keep is None else keep,
+                              lambda name: name.endswith(".pickle") and not name.startswith("grammar-"))
 
 
 def _unpickle_module(blob: bytes | None) -> ast.Module | None:

@@ -81,6 +81,40 @@ def cache_clear() -> dict:
     return info
 
 
+PRUNE_EVERY = 256      # writes between two looks at a cache part's size
+
+
+def prune_due(writes: int) -> bool:
+    """Whether a cache part should be checked after its `writes`-th write in
+    this process: the first, then every PRUNE_EVERY (a look is one directory
+    scan, a few milliseconds)."""
+    return (writes - 1) % PRUNE_EVERY == 0
+
+
+def prune_least_recent(folder: str, keep: int, is_entry) -> int:
+    """Past `keep` entries (files whose name passes `is_entry`), remove the
+    least recently used, down to three quarters of `keep`; returns how many.
+
+    "Used" is the modification time: readers touch an entry on a hit.
+    Removing a file another process has open or mapped is harmless on POSIX.
+    """
+    try:
+        entries = [(e.stat().st_mtime, e.path) for e in os.scandir(folder) if is_entry(e.name)]
+    except OSError:
+        return 0
+    if len(entries) <= keep:
+        return 0
+    entries.sort()
+    removed = 0
+    for _, path in entries[:len(entries) - keep * 3 // 4]:
+        try:
+            os.remove(path)
+            removed += 1
+        except OSError:
+            pass
+    return removed
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Write a cache file so that readers see all of it or none of it.
 

@@ -208,6 +208,25 @@ def test_second_build_is_cached_and_import_change_rebuilds(write_nx):
     assert not third.cached and third.path != first.path
 
 
+def test_build_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch, tmp_path):
+    from nxc import build_c, paths
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build_c, "MAX_BUILDS", 4)
+    monkeypatch.setattr(paths, "PRUNE_EVERY", 1)
+    emitted = [emit_c(check_file(write_nx(f"func main() -> i64 {{ return {i} - {i} }}\n", name=f"b{i}.nx"),
+                                 diags=Diagnostics())) for i in range(8)]
+    built = [build(e) for e in emitted[:4]]
+    for e in emitted[4:]:
+        assert build(emitted[0]).cached          # keeps the first one in use
+        build(e)
+    folder = os.path.dirname(built[0].path)
+    kept = [f for f in os.listdir(folder) if f.startswith("_nx_") and f.endswith(".so")]
+    assert 3 <= len(kept) <= 5
+    assert os.path.isfile(built[0].path)            # used all along: kept
+    assert not os.path.isfile(built[1].path)        # built early, never used again: gone
+    assert not build(emitted[1]).cached             # and simply built again
+
+
 def test_cli_run_exit_status_and_fail_line(write_nx):
     path = write_nx("func main() -> i64 {\n    if 1 + 1 == 2 { return 7 }\n    return 0\n}\n")
     proc = subprocess.run([sys.executable, "-m", "nxc", "run", path], capture_output=True, text=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import glob
 import os
 
-from nxc import loader, parse
+from nxc import loader, parse, paths
 from nxc.diagnostics import Diagnostics
 from nxc.frontend import check_file
 from nxc.paths import cache_dir
@@ -102,3 +102,25 @@ def test_cli_cache_info_and_clear(write_nx, tmp_path):
     # and everything still works from an empty cache
     again = subprocess.run([sys.executable, "-m", "nxc", "run", path], env=env, capture_output=True, text=True)
     assert again.returncode == 0, again.stderr
+
+
+def test_disk_parse_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch):
+    folder = os.path.join(cache_dir(), "parse")
+    loader.prune_parse_cache(folder, keep=0)          # start from an empty folder
+    monkeypatch.setattr(loader, "DISK_MAX_FILES", 8)
+    monkeypatch.setattr(paths, "PRUNE_EVERY", 1)        # look at every write
+    modules = [write_nx(f"func f{i}() -> i64 {{ return {i} }}\n", name=f"m{i}.nx") for i in range(12)]
+    first = modules[0]
+    for i, path in enumerate(modules):
+        check_file(path, diags=Diagnostics())
+        if i % 3 == 2:                  # keep using the first module: it must survive
+            _fresh_process_state()
+            os.utime(_parse_files(first), (1, 1))       # ... even if it looked old before its use
+            check_file(first, diags=Diagnostics())
+    entries = [f for f in os.listdir(folder) if f.endswith(".pickle") and not f.startswith("grammar-")]
+    assert 6 <= len(entries) <= 8 + 1                  # pruned back, never far past the bound
+    assert os.path.isfile(_parse_files(first))
+    assert not os.path.isfile(_parse_files(modules[1]))   # an old, unused one went
+    # a pruned module is simply parsed again
+    _fresh_process_state()
+    assert [f.name for f in check_file(modules[1], diags=Diagnostics()).graph.root.items] == ["f1"]
