@@ -330,6 +330,18 @@ def synthetic_module(lines: int) -> str:
     return "".join(body)
 
 
+def python_yardstick() -> int:
+    """A fixed piece of plain Python (dicts, calls, tuples, ints): the
+    kind of work a front end does, to tell a slow machine from slow code."""
+    table = {}
+    total = 0
+    for i in range(200_000):
+        key = (i % 97, i % 89)
+        table[key] = table.get(key, 0) + i
+        total += len(key) + (i & 7)
+    return total + len(table)
+
+
 def bench_frontend(sizes, repeats):
     print("4. Front end: parse + check throughput")
     from nxc import loader, parse
@@ -355,6 +367,7 @@ def bench_frontend(sizes, repeats):
         # alike instead of on one (the largest size runs in the first and
         # last round only).
         times: dict[int, list[float]] = {n: [] for n in sizes}
+        yardstick: list[float] = []
         for r in range(repeats):
             for n in sizes:
                 if n >= 100_000 and r not in (0, repeats - 1):
@@ -362,6 +375,12 @@ def bench_frontend(sizes, repeats):
                 t0 = time.perf_counter()
                 check_file(paths[n], diags=Diagnostics())
                 times[n].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            python_yardstick()
+            yardstick.append(time.perf_counter() - t0)
+        # How fast this machine ran plain Python during these rounds: the
+        # same fixed work every time, so runs can be compared with each other.
+        row("front end", "yardstick: fixed pure-Python work, same rounds", f"{ms(statistics.median(yardstick))}")
         for n in sizes:
             dt = statistics.median(times[n])
             row("front end", f"{lines[n]} lines", f"{dt:.3f} s   {lines[n] / dt:,.0f} lines/s  "

@@ -13,18 +13,18 @@ from typing import Any, Optional
 from .diagnostics import Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     pos: Pos
 
 
 # ---- types as written in the source ----
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TypeName(Node):
     name: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TypePointer(Node):
     target: "TypeExpr"
 
@@ -33,7 +33,7 @@ TypeExpr = Any  # TypeName | TypePointer
 
 
 # ---- expressions ----
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Expr(Node):
     # Filled in by the checker: the resolved type (nxc.types.Type), and the
     # value when the expression is a compile-time constant (backends then
@@ -42,56 +42,56 @@ class Expr(Node):
     const: Any = field(default=None, init=False, repr=False)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class IntLit(Expr):
     value: int
     text: str = ""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class BoolLit(Expr):
     value: bool
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Name(Expr):
     ident: str
     # Filled in by the checker: the Symbol this name refers to.
     sym: Any = field(default=None, init=False, repr=False)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Unary(Expr):
     op: str        # "-" "!" "~" "*" "&"
     operand: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Binary(Expr):
     op: str
     left: Expr
     right: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Cast(Expr):
     expr: Expr
     target: TypeExpr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call(Expr):
     func: Expr
     args: list[Expr]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Index(Expr):
     base: Expr
     index: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class FieldAccess(Expr):
     base: Expr
     name: str
@@ -100,24 +100,24 @@ class FieldAccess(Expr):
     through_pointer: bool = field(default=False, init=False, repr=False)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SizeOf(Expr):
     target: TypeExpr
 
 
 # ---- statements ----
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Stmt(Node):
     pass
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Block(Stmt):
     stmts: list[Stmt]
     end_pos: Optional[Pos] = None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class VarDecl(Stmt):
     name: str
     type_expr: Optional[TypeExpr]
@@ -126,37 +126,37 @@ class VarDecl(Stmt):
     sym: Any = field(default=None, init=False, repr=False)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Assign(Stmt):
     target: Expr
     op: str             # "=" or "+=" ...
     value: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class If(Stmt):
     cond: Expr
     then: Block
     orelse: Optional[Stmt]   # Block | If | None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class While(Stmt):
     cond: Expr
     body: Block
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Break(Stmt):
     pass
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Continue(Stmt):
     pass
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Return(Stmt):
     value: Optional[Expr]
     # Filled in by the checker for the root module's gate: an index into the
@@ -164,49 +164,49 @@ class Return(Stmt):
     site: Optional[int] = field(default=None, init=False, repr=False)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ExprStmt(Stmt):
     expr: Expr
 
 
 # ---- top-level declarations ----
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Import(Node):
     path: str
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class ConstDecl(Node):
     name: str
     type_expr: Optional[TypeExpr]
     value: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TypeAlias(Node):
     name: str
     target: TypeExpr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class FieldDecl(Node):
     name: str
     type_expr: TypeExpr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class StructDecl(Node):
     name: str
     fields: list[FieldDecl]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Param(Node):
     name: str
     type_expr: TypeExpr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class FuncDecl(Node):
     name: str
     params: list[Param]
@@ -218,14 +218,14 @@ class FuncDecl(Node):
         return self.body is None
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class GlobalDecl(Node):
     name: str
     type_expr: TypeExpr
     value: Expr
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Module(Node):
     """One parsed .nx file."""
     source: Any                  # diagnostics.SourceFile
