@@ -27,6 +27,15 @@ class Pos(NamedTuple):
         return f"{self.file.display}:{self.line}:{self.col}"
 
 
+def display_path(path: str) -> str:
+    """A path as a user would type it: relative to cwd when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:          # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel
+
+
 class SourceFile:
     """One .nx file's text, kept so diagnostics can quote its lines."""
 
@@ -37,12 +46,7 @@ class SourceFile:
 
     @property
     def display(self) -> str:
-        """The path as a user would type it: relative to cwd when inside it."""
-        try:
-            rel = os.path.relpath(self.path)
-        except ValueError:
-            return self.path
-        return self.path if rel.startswith("..") else rel
+        return display_path(self.path)
 
     def line_text(self, line: int) -> str:
         if self._lines is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import pytest
 
 from . import runner
+from .diagnostics import display_path
 
 
 def pytest_addoption(parser):
@@ -113,7 +114,7 @@ class NxItem(pytest.Item):
 
     def runtest(self):
         path = str(self.path)
-        display = runner.display_path(path)
+        display = display_path(path)
         item = runner.Item(self.nodeid, path, display, self.backend, self.kind, self.main_line)
         self.result = result = runner.run_unit(runner.Unit(path, display, [item]), self.config._nx_options)[0]
         self.user_properties.append(("nx_status", result.status))

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from .check import GateReturn, Program
-from .diagnostics import Pos
+from .diagnostics import Pos, display_path
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, NO_GATE = "PASS", "FAIL", "RUNTIME-ERROR", "CRASH", "TIMEOUT", "NO-GATE"
 
@@ -155,7 +155,7 @@ def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outco
 
     def describe_trap(site: int) -> str:
         s = emitted.sites[site]
-        return f"{_display(s.path)}:{s.line}:{s.col}: runtime error: {s.what}"
+        return f"{display_path(s.path)}:{s.line}:{s.col}: runtime error: {s.what}"
 
     start = time.perf_counter()
     kind, data = run_isolated(call, timeout)
@@ -163,11 +163,6 @@ def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outco
     if outcome.status == FAIL:
         outcome.captured = emitted.captured(data[2], data[4], data[5:])
     return outcome
-
-
-def _display(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 def describe_failure(outcome: Outcome, context: int = 2) -> str:

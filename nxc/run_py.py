@@ -25,6 +25,7 @@ import sys
 import time
 from functools import lru_cache
 
+from .diagnostics import display_path
 from .paths import runtime_dir
 from .run import FAIL, Outcome, outcome_from, run_isolated
 
@@ -103,7 +104,7 @@ def describe_fault(exc: BaseException, filename: str, text: str, rt, line_pos: d
 def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
     if line_pos and lineno in line_pos:
         path, line, col = line_pos[lineno]
-        return f"{_display(path)}:{line}:{col}"
+        return f"{display_path(path)}:{line}:{col}"
     # A standalone file: the nearest `# line N` above, in the function's file.
     n = None
     for i in range(lineno - 1, -1, -1):
@@ -117,11 +118,6 @@ def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
                 return f"{m2.group(1)}:{n or m2.group(2)}"
             break
     return f"<generated python line {lineno}>"
-
-
-def _display(path: str) -> str:
-    rel = os.path.relpath(path)
-    return path if rel.startswith("..") else rel
 
 
 # ---------------------------------------------------------------- gates

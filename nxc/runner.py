@@ -37,6 +37,8 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
+from .diagnostics import display_path
+
 PASS, FAIL = "PASS", "FAIL"
 COMPILE_ERROR, RUNTIME_ERROR = "COMPILE-ERROR", "RUNTIME-ERROR"
 CRASH, TIMEOUT, ERROR = "CRASH", "TIMEOUT", "ERROR"   # ERROR: nxc itself failed (a bug, a missing backend)
@@ -126,14 +128,6 @@ class Result:
 
 
 # ------------------------------------------------------------------ collection
-def display_path(path: str) -> str:
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
-
-
 def find_modules(paths: list[str]) -> list[str]:
     """Absolute paths of the .nx files under `paths`, in a stable order, each once."""
     found, seen = [], set()

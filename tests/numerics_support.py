@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BATCH_NX = str(ROOT / "tests" / "nx" / "f32_batch.nx")
@@ -794,3 +795,15 @@ def run_cached_schedule(mod, kind, schedule, n_layers, n_heads, n_kv_heads, head
     finally:
         stack.close()
     return results
+
+
+def assert_bits_equal(op, got, want, a, b=None, what=""):
+    """Fail listing the first mismatching float32 results as bit patterns."""
+    got, want = np.asarray(got, np.int64), np.asarray(want, np.int64)
+    bad = np.nonzero(got != want)[0]
+    if len(bad):
+        lines = []
+        for i in bad[:10]:
+            args = f"{int(a[i]) & M32:#010x}" + ("" if b is None else f", {int(b[i]) & M32:#010x}")
+            lines.append(f"  {op}({args}) = {int(got[i]):#x}, expected {int(want[i]):#x}")
+        pytest.fail(f"{what}{op}: {len(bad)}/{len(got)} mismatches\n" + "\n".join(lines))

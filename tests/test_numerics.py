@@ -41,6 +41,7 @@ import numpy as np
 import pytest
 
 import numerics_support as ns
+from numerics_support import assert_bits_equal
 
 SEED = int(os.environ.get("NX_NUMERICS_SEED", "20250701"))
 N_PRIM = 1_000_000          # random patterns per primitive (C backend, numpy reference)
@@ -95,16 +96,6 @@ def softfloat(op):
     a, b = head(op, N_SOFTFLOAT)
     return ns.cached(f"softfloat-{op}", [a, b], lambda: ns.softfloat_ref(op, a, b))
 
-
-def assert_bits_equal(op, got, want, a, b=None, what=""):
-    got, want = np.asarray(got, np.int64), np.asarray(want, np.int64)
-    bad = np.nonzero(got != want)[0]
-    if len(bad):
-        lines = []
-        for i in bad[:10]:
-            args = f"{int(a[i]) & ns.M32:#010x}" + ("" if b is None else f", {int(b[i]) & ns.M32:#010x}")
-            lines.append(f"  nx_f32 {op}({args}) = {int(got[i]):#x}, expected {int(want[i]):#x}")
-        pytest.fail(f"{what}{op}: {len(bad)}/{len(got)} mismatches\n" + "\n".join(lines))
 
 
 # ---------------------------------------------------------------------------

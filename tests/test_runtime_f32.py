@@ -69,7 +69,7 @@ UNOPS = ["nx_f32_sqrt", "nx_i32_to_f32", "nx_f32_to_i32"]
 # Every special class (signed zeros, subnormals, normal edges, ties, overflow
 # and underflow makers, infinities, quiet and signalling NaNs), shared with
 # the numerics tests.
-from numerics_support import SPECIALS  # noqa: E402
+from numerics_support import SPECIALS, assert_bits_equal  # noqa: E402
 
 
 def _mantissas(rng, n):
@@ -241,17 +241,6 @@ def reference(data):
     return ref
 
 
-def _assert_same(op, got, want, a, b=None, what=""):
-    got = np.asarray(got, dtype=np.int64)
-    bad = np.nonzero(got != want)[0]
-    if len(bad):
-        lines = []
-        for i in bad[:10]:
-            args = f"{int(a[i]) & M32:#010x}" + ("" if b is None else f", {int(b[i]) & M32:#010x}")
-            lines.append(f"  {op}({args}) = {int(got[i]):#x}, expected {int(want[i]):#x}")
-        pytest.fail(f"{what}{op}: {len(bad)}/{len(got)} mismatches\n" + "\n".join(lines))
-
-
 # ---------------------------------------------------------------------------
 # The C harness
 # ---------------------------------------------------------------------------
@@ -362,19 +351,19 @@ def test_inputs_cover_the_special_classes(data):
 def test_numpy_agrees_with_softfloat(op, data, reference):
     """Sanity of the two references against each other."""
     if op in BINOPS:
-        _assert_same(op, _numpy(op, data.a, data.b), reference[op], data.a, data.b, "numpy: ")
+        assert_bits_equal(op, _numpy(op, data.a, data.b), reference[op], data.a, data.b, "numpy: ")
     else:
         x = data.unary_input(op)
-        _assert_same(op, _numpy(op, x), reference[op], x, None, "numpy: ")
+        assert_bits_equal(op, _numpy(op, x), reference[op], x, None, "numpy: ")
 
 
 @pytest.mark.parametrize("op", BINOPS + UNOPS)
 def test_c_bit_exact(op, clib, data, reference):
     if op in BINOPS:
-        _assert_same(op, c_run(clib, op, data.a, data.b), reference[op], data.a, data.b, "C: ")
+        assert_bits_equal(op, c_run(clib, op, data.a, data.b), reference[op], data.a, data.b, "C: ")
     else:
         x = data.unary_input(op)
-        _assert_same(op, c_run(clib, op, x), reference[op], x, None, "C: ")
+        assert_bits_equal(op, c_run(clib, op, x), reference[op], x, None, "C: ")
 
 
 @pytest.mark.parametrize("impl", ["_sc_", "_st_", ""])
@@ -383,11 +372,11 @@ def test_python_bit_exact(op, impl, data, reference):
     f = getattr(nx_f32, impl + op)
     if op in BINOPS:
         got = [int(f(x, y)) for x, y in zip(data.a.tolist(), data.b.tolist())]
-        _assert_same(op, got, reference[op], data.a, data.b, f"Python {impl or 'public'}: ")
+        assert_bits_equal(op, got, reference[op], data.a, data.b, f"Python {impl or 'public'}: ")
     else:
         x = data.unary_input(op)
         got = [f(v) for v in x.tolist()]
-        _assert_same(op, got, reference[op], x, None, f"Python {impl or 'public'}: ")
+        assert_bits_equal(op, got, reference[op], x, None, f"Python {impl or 'public'}: ")
 
 
 @pytest.mark.parametrize("impl", ["_sc_", "_st_"])
@@ -421,19 +410,19 @@ def test_upper_bits_are_ignored(clib, data):
     junk_b = b - (rng.integers(1, 1 << 31, n) << 32)      # negative i64s
     for op in BINOPS:
         want = c_run(clib, op, a, b)
-        _assert_same(op, c_run(clib, op, junk_a, junk_b), want, junk_a, junk_b, "C junk: ")
+        assert_bits_equal(op, c_run(clib, op, junk_a, junk_b), want, junk_a, junk_b, "C junk: ")
         for impl in ("_sc_", "_st_"):
             f = getattr(nx_f32, impl + op)
             got = [int(f(x, y)) for x, y in zip(junk_a.tolist(), junk_b.tolist())]
-            _assert_same(op, got, want, junk_a, junk_b, f"Python {impl} junk: ")
+            assert_bits_equal(op, got, want, junk_a, junk_b, f"Python {impl} junk: ")
     for op in UNOPS:
         x = data.unary_input(op)[:n]
         junk = x ^ (rng.integers(1, 1 << 31, len(x)) << 32)
         want = c_run(clib, op, x)
-        _assert_same(op, c_run(clib, op, junk), want, junk, None, "C junk: ")
+        assert_bits_equal(op, c_run(clib, op, junk), want, junk, None, "C junk: ")
         for impl in ("_sc_", "_st_"):
             f = getattr(nx_f32, impl + op)
-            _assert_same(op, [f(v) for v in junk.tolist()], want, junk, None, f"Python {impl} junk: ")
+            assert_bits_equal(op, [f(v) for v in junk.tolist()], want, junk, None, f"Python {impl} junk: ")
 
 
 def test_named_cases(clib):
