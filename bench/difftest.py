@@ -9,7 +9,7 @@ is a bug.
 Programs come from bench/gen_program.py (seed = program number). For speed,
 BATCH programs share one module (one C build per optimisation level, one
 Python-backend load); each program's `run()` is called on its own in a forked
-child per configuration (nxc.run.run_isolated), so a crash or a hang costs
+child per configuration (nxc.gates.run.run_isolated), so a crash or a hang costs
 one batch, which is then re-run program by program. For every program that
 disagrees (or whose fold check failed: the checker's constant folding and the
 run-time arithmetic differ), the standalone program is saved to the --save
@@ -38,8 +38,8 @@ except ImportError:
 
 import gen_program  # noqa: E402
 from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
-from nxc.frontend import check_file  # noqa: E402
-from nxc.run import run_isolated  # noqa: E402
+from nxc.check.frontend import check_file  # noqa: E402
+from nxc.gates.run import run_isolated  # noqa: E402
 
 # A configuration: (name, backend, C opt level, soft-f32)
 CONFIGS = [("c-O0", "c", "0", False), ("c-O2", "c", "2", False), ("py", "py", None, False)]
@@ -70,8 +70,8 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
        or (kind, message) for a crash / timeout / error of the whole child."""
     if backend == "c":
         import cffi
-        from nxc.build_c import build
-        from nxc.emit_c import emit_c
+        from nxc.backend.c.build import build
+        from nxc.backend.c.emit import emit_c
         emitted = emit_c(program)
         # ABI mode, as gate runs build (no Python.h, no wrappers: half the compile); the
         # exported nxw_<function> entry points are declared from the emitted cdef
@@ -95,7 +95,7 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
             except OSError:
                 pass
     else:
-        from nxc.run_py import RECURSION_LIMIT, load_py
+        from nxc.backend.py.run import RECURSION_LIMIT, load_py
 
         def call():
             sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
@@ -168,7 +168,7 @@ def run_batch(seeds: list[int], configs, workdir: str, timeout: float) -> dict:
 def forget_parse(path: str, text: str) -> None:
     """Drop the batch's entry from the on-disk parse cache (each batch is parsed once)."""
     try:
-        from nxc import loader
+        from nxc.syntax import loader
         from nxc.diagnostics import SourceFile
         from nxc.paths import cache_dir
         key = loader._parse_key(SourceFile(os.path.realpath(path), text))

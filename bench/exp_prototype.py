@@ -267,9 +267,9 @@ def nx_exp_function():
     import os
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, root)
-    from nxc.frontend import check_file
-    from nxc.emit_c import emit_c
-    from nxc.build_c import build, load
+    from nxc.check.frontend import check_file
+    from nxc.backend.c.emit import emit_c
+    from nxc.backend.c.build import build, load
     lib, ffi = load(build(emit_c(check_file(os.path.join(root, "nx_src", "nx_f32.nx")))))
     out = ffi.new("int64_t *")
     f = lib.nxw_nx_f32_exp

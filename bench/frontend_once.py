@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from nxc import loader, parse  # noqa: E402
 from nxc.diagnostics import Diagnostics  # noqa: E402
-from nxc.frontend import check_file  # noqa: E402
+from nxc.check.frontend import check_file  # noqa: E402
 
 
 def main() -> int:

@@ -25,7 +25,7 @@ import traceback
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
-from nxc.frontend import check_file  # noqa: E402
+from nxc.check.frontend import check_file  # noqa: E402
 from nxc.paths import bundled_dir  # noqa: E402
 
 TOKEN = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"\n]*"|0[xXbB][0-9A-Fa-f_]+|\d+|[A-Za-z_]\w*'

@@ -40,8 +40,8 @@ except ImportError:
     sys.path.insert(0, os.path.join(HERE, ".."))
 
 from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
-from nxc.frontend import check_file  # noqa: E402
-from nxc.run import execute  # noqa: E402
+from nxc.check.frontend import check_file  # noqa: E402
+from nxc.gates.run import execute  # noqa: E402
 
 CONFIGS = {"c-O0": ("c", "0", False), "c-O2": ("c", "2", False), "py": ("py", "2", False),
            "c-O2-soft": ("c", "2", True), "py-soft": ("py", "2", True)}

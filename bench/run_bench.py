@@ -29,10 +29,10 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import nxc  # noqa: E402
-from nxc.build_c import build, compiler, flags_for, load  # noqa: E402
+from nxc.backend.c.build import build, compiler, flags_for, load  # noqa: E402
 from nxc.diagnostics import Diagnostics  # noqa: E402
-from nxc.emit_c import EmittedC, emit_c  # noqa: E402
-from nxc.frontend import check_file  # noqa: E402
+from nxc.backend.c.emit import EmittedC, emit_c  # noqa: E402
+from nxc.check.frontend import check_file  # noqa: E402
 from nxc.paths import bundled_dir, runtime_dir  # noqa: E402
 
 ROWS: list[tuple[str, str, str]] = []
@@ -196,7 +196,7 @@ def bench_paged(contexts, repeats):
 # ---------------------------------------------------------------- 3. builds
 def bench_build(repeats):
     print("3. Build: one gate cold (front end, C compile, total) vs plain cc on the same C")
-    from nxc import loader
+    from nxc.syntax import loader
     loader.USE_PARSE_CACHE = False      # a cold build parses every module
     gate = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
     fronts, totals, composes, plains = [], [], [], []
@@ -229,8 +229,8 @@ def bench_build(repeats):
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NXC_CACHE_DIR=cache)
         code = ("import time,sys; sys.path.insert(0, %r)\n"
-                "from nxc.frontend import check_file; from nxc.emit_c import emit_c\n"
-                "from nxc.build_c import build, load\n"
+                "from nxc.check.frontend import check_file; from nxc.backend.c.emit import emit_c\n"
+                "from nxc.backend.c.build import build, load\n"
                 "e = emit_c(check_file(%r)); t0 = time.perf_counter(); b = build(e, abi=True); load(b)\n"
                 "print(time.perf_counter() - t0, b.cached)") % (ROOT, gate)
         subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
@@ -344,7 +344,7 @@ def python_yardstick() -> int:
 
 def bench_frontend(sizes, repeats):
     print("4. Front end: parse + check throughput")
-    from nxc import loader, parse
+    from nxc.syntax import loader, parse
     # Once per process: Lark's table for grammar/nx.lark, from the cache
     # folder (or built by Lark when the cache is cold). Timed on its own so
     # that it is not charged to the first module size.
@@ -391,7 +391,7 @@ def bench_frontend(sizes, repeats):
 # ---------------------------------------------------------------- 5. Python backend
 def bench_python(repeats):
     print("5. Python backend vs C backend")
-    from nxc.run import execute
+    from nxc.gates.run import execute
     for name in ("nx_f32_gqa_attention.nx", "nx_f32_attention.nx", "nx_paged_kv_gate.nx", "nx_kvcache.nx"):
         program = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
         c = statistics.median(execute(program, "c")[0].seconds for _ in range(repeats))

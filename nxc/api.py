@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .check import Function, Program
-from .diagnostics import Diagnostics
-from .types import BoolType, IntType, PointerType, StructType, Type, VoidType
+from nxc.check.checker import Function, Program
+from nxc.diagnostics import Diagnostics
+from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
 
 _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
            (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
@@ -188,8 +188,8 @@ class CBackend:
     name = "c"
 
     def __init__(self, program: Program, opt: str = "2"):
-        from .build_c import build, load as load_ext
-        from .emit_c import emit_c
+        from nxc.backend.c.build import build, load as load_ext
+        from nxc.backend.c.emit import emit_c
         self.program = program
         self.emitted = emit_c(program)
         self.built = build(self.emitted, opt=opt)
@@ -216,7 +216,7 @@ class CBackend:
         keep = []
         c_args = [self._c_arg(v, p, keep) for v, p in zip(converted, fn.params)]
         wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
-        from .types import VOID
+        from nxc.check.types import VOID
         if fn.ret is VOID:
             status = wrapper(*c_args)
             result = None
@@ -241,7 +241,7 @@ class CBackend:
     def read(self, address: int, t: Type):
         if address == 0:
             raise NxRuntimeError("reading a field through a null pointer")
-        from .emit_c import c_type
+        from nxc.backend.c.emit import c_type
         ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
         value = self.ffi.cast(ct + " *", address)[0]
         return bool(value) if isinstance(t, BoolType) else int(value)
@@ -253,7 +253,7 @@ class CBackend:
 
 def _out_ctype(t: Type) -> str:
     """The C type of a result slot for `t` (pointers come back as void *)."""
-    from .emit_c import c_abi_type
+    from nxc.backend.c.emit import c_abi_type
     return "void **" if isinstance(t, PointerType) else c_abi_type(t) + " *"
 
 
@@ -265,11 +265,11 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
     """
-    from .frontend import check_file
+    from nxc.check.frontend import check_file
     if backend not in ("c", "py"):
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
     program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
     if backend == "c":
         return Module(program, CBackend(program, opt))
-    from .run_py import PyBackend
+    from nxc.backend.py.run import PyBackend
     return Module(program, PyBackend(program))

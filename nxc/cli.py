@@ -9,8 +9,8 @@ import argparse
 import sys
 import time
 
-from . import __version__
-from .diagnostics import CompileError, Diagnostics
+from nxc import __version__
+from nxc.diagnostics import CompileError, Diagnostics
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -115,7 +115,7 @@ def _print_warnings(diags: Diagnostics, quiet: bool) -> None:
 
 
 def _front(path: str, args) -> tuple[object, Diagnostics]:
-    from .frontend import check_file
+    from nxc.check.frontend import check_file
     diags = Diagnostics(warnings=not getattr(args, "no_warn", False))
     program = check_file(path, args.include, diags, soft_f32=getattr(args, "soft_f32", False))
     _print_warnings(diags, args.no_warn)
@@ -147,10 +147,10 @@ def cmd_emit(args) -> int:
     except CompileError as exc:
         return _report_compile_error(exc)
     if args.command == "emit-c":
-        from .emit_c import emit_c
+        from nxc.backend.c.emit import emit_c
         text = emit_c(program).text
     else:
-        from .emit_py import emit_py
+        from nxc.backend.py.emit import emit_py
         text = emit_py(program).text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -161,7 +161,7 @@ def cmd_emit(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from .run import describe_failure, execute
+    from nxc.gates.run import describe_failure, execute
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
         return EXIT_USAGE
@@ -201,7 +201,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_cache(args) -> int:
-    from .paths import CACHE_PARTS, cache_clear, cache_info
+    from nxc.paths import CACHE_PARTS, cache_clear, cache_info
     if args.action == "info":
         info = cache_info()
         print(f"cache: {info['path']}")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     if args.command == "test":
-        from .runner import main as test_main
+        from nxc.gates.runner import main as test_main
         return test_main(args)
     try:
         return COMMANDS[args.command](args)

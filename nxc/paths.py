@@ -43,7 +43,7 @@ def bundled_dir() -> str:
 
 
 def templates_dir() -> str:
-    return os.path.join(_HERE, "templates")
+    return os.path.join(_HERE, "backend", "templates")
 
 
 def cache_dir() -> str:

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from nxc.diagnostics import CompileError, Diagnostics
-from nxc.frontend import check_file
+from nxc.check.frontend import check_file
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -17,10 +17,10 @@ import pytest
 
 from nxc.cli import main as cli_main
 from nxc.diagnostics import Diagnostics
-from nxc.emit_py import emit_py
-from nxc.frontend import check_file
-from nxc.run import ERROR, FAIL, PASS, TIMEOUT, execute
-from nxc.run_py import load_py, runtime_modules
+from nxc.backend.py.emit import emit_py
+from nxc.check.frontend import check_file
+from nxc.gates.run import ERROR, FAIL, PASS, TIMEOUT, execute
+from nxc.backend.py.run import load_py, runtime_modules
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NX_SRC = os.path.join(ROOT, "nx_src")

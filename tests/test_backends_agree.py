@@ -26,9 +26,9 @@ import pytest
 import nxc
 from nxc.cli import main as cli_main
 from nxc.diagnostics import Diagnostics
-from nxc.frontend import check_file
-from nxc.run import execute
-from nxc.types import IntType
+from nxc.check.frontend import check_file
+from nxc.gates.run import execute
+from nxc.check.types import IntType
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NX_SRC = os.path.join(ROOT, "nx_src")
@@ -444,7 +444,7 @@ func main() -> i64 {
 }
 """,
     # Found by bench/difftest.py: the C float32 unboxing pass took an i16 local whose only
-    # assignment was `v = v` for a float (nxc/f32_unbox.py recorded assignments of any type).
+    # assignment was `v = v` for a float (nxc/lower/f32_unbox.py recorded assignments of any type).
     "self_assignment_i16": """
 func main() -> i64 {
     var ck: u64 = 0x1234567890ABCDEF

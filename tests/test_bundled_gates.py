@@ -8,9 +8,9 @@ import os
 import pytest
 
 from nxc.diagnostics import Diagnostics
-from nxc.frontend import check_file
+from nxc.check.frontend import check_file
 from nxc.paths import bundled_dir
-from nxc.run import execute
+from nxc.gates.run import execute
 
 MODULES = sorted(glob.glob(os.path.join(bundled_dir(), "*.nx")))
 SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "seeds")

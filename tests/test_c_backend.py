@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from nxc.build_c import build
+from nxc.backend.c.build import build
 from nxc.diagnostics import Diagnostics
-from nxc.emit_c import emit_c
-from nxc.frontend import check_file
-from nxc.run import execute
+from nxc.backend.c.emit import emit_c
+from nxc.check.frontend import check_file
+from nxc.gates.run import execute
 
 
 def run_c(path: str, **kw):
@@ -209,7 +209,8 @@ def test_second_build_is_cached_and_import_change_rebuilds(write_nx):
 
 
 def test_build_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch, tmp_path):
-    from nxc import build_c, paths
+    from nxc import paths
+    from nxc.backend.c import build as build_c
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(build_c, "MAX_BUILDS", 4)
     monkeypatch.setattr(paths, "PRUNE_EVERY", 1)

@@ -181,7 +181,7 @@ def test_imports_are_transitive_and_deduplicated(write_nx):
 
 def test_imported_gates_are_checked_but_dropped(write_nx):
     from nxc.diagnostics import Diagnostics
-    from nxc.frontend import check_file
+    from nxc.check.frontend import check_file
     write_nx("func main() -> i64 { return 7 }\n", name="lib.nx")
     path = write_nx('import "lib.nx"\nfunc main() -> i64 { return 0 }\n')
     program = check_file(path, diags=Diagnostics())
@@ -191,7 +191,7 @@ def test_imported_gates_are_checked_but_dropped(write_nx):
 
 def test_literal_typing_rules(write_nx):
     from nxc.diagnostics import Diagnostics
-    from nxc.frontend import check_file
+    from nxc.check.frontend import check_file
     path = write_nx("""
         const A: i64 = 1 << 65
         const B: u8 = -1
@@ -207,7 +207,7 @@ def test_literal_typing_rules(write_nx):
 
 def test_struct_layout_is_c_layout(write_nx):
     from nxc.diagnostics import Diagnostics
-    from nxc.frontend import check_file
+    from nxc.check.frontend import check_file
     path = write_nx("""
         struct Inner { a: u8, b: i32 }
         struct Outer { flag: bool, inner: Inner, next: *Outer, tail: u16 }

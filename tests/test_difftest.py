@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from nxc.diagnostics import CompileError, Diagnostics
-from nxc.frontend import check_file
+from nxc.check.frontend import check_file
 
 BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
 

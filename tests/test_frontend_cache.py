@@ -8,9 +8,10 @@ from __future__ import annotations
 import glob
 import os
 
-from nxc import loader, parse, paths
+from nxc.syntax import loader, parse
+from nxc import paths
 from nxc.diagnostics import Diagnostics
-from nxc.frontend import check_file
+from nxc.check.frontend import check_file
 from nxc.paths import cache_dir
 
 SOURCE = """

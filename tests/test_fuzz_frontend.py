@@ -24,7 +24,7 @@ def test_mutated_and_random_inputs_only_ever_give_diagnostics(seed):
 
 
 def test_not_utf8_is_a_located_error(tmp_path):
-    from nxc.frontend import check_file
+    from nxc.check.frontend import check_file
     p = tmp_path / "bad.nx"
     p.write_bytes(b"func main() -> i64 {\n    return 0 // caf\xe9\n}\n")
     with pytest.raises(CompileError) as info:

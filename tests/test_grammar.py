@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from nxc import ast
+from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
-from nxc.parse import parse_int_literal, parse_source, read_header
+from nxc.syntax.parse import parse_int_literal, parse_source, read_header
 
 
 def parse(text: str) -> ast.Module:
@@ -171,7 +171,7 @@ def test_positions_after_a_multiline_block_comment():
 
 
 def test_long_lists_parse_in_order():
-    # Left-recursive helper rules build lists in place (nxc/lalr.py): every
+    # Left-recursive helper rules build lists in place (nxc/syntax/lalr.py): every
     # element must come out, in source order.
     stmts = body("\n".join(f"let v{i} = {i}" for i in range(3000)))
     assert [s.name for s in stmts] == [f"v{i}" for i in range(3000)]

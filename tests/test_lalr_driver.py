@@ -1,4 +1,4 @@
-"""nxc/lalr.py against Lark's own LALR driver.
+"""nxc/syntax/lalr.py against Lark's own LALR driver.
 
 The front end runs Lark's table with a loop of its own (speed); this checks
 that it builds exactly the AST Lark's driver builds from the same tokens and
@@ -18,16 +18,16 @@ from lark import Lark
 from lark import Token as LarkToken
 from lark.exceptions import UnexpectedInput
 
-from nxc import ast, lalr, parse
+from nxc.syntax import ast, lalr, parse
 from nxc.diagnostics import Diagnostics, SourceFile
-from nxc.lexer import LexError, Token
+from nxc.syntax.lexer import LexError, Token
 from nxc.paths import bundled_dir, grammar_file
 from test_difftest import gen_program
 
 
 def _reference_parser(to_ast) -> Lark:
     """Lark's LALR driver calling the same rule methods, children filtered
-    on every reduction (what nxc/parse.py works out once per rule)."""
+    on every reduction (what nxc/syntax/parse.py works out once per rule)."""
     class Callbacks:
         pass
 
@@ -62,7 +62,7 @@ def dump(node):
 
 
 def run_both(text: str):
-    """(outcome of nxc/lalr.py, outcome of Lark's driver) on the same tokens."""
+    """(outcome of nxc/syntax/lalr.py, outcome of Lark's driver) on the same tokens."""
     parser = parse._parser()
     to_ast = parser.to_ast
     to_ast.src, to_ast.diags = SourceFile("t.nx", text), Diagnostics()

@@ -59,7 +59,7 @@ HQ, HKV, D = 32, 8, 128     # realistic shape: Qwen3-4B-like GQA
 def _load_py(path):
     try:
         return ns.load_nx(path, backend="py")
-    except ImportError as exc:          # nxc/run_py.py PyBackend not there (yet)
+    except ImportError as exc:          # nxc/backend/py/run.py PyBackend not there (yet)
         pytest.skip(f"Python backend not available: {exc}")
 
 

@@ -20,9 +20,9 @@ FAILED = len(EXPECTED) - PASSED
 def plugin_args() -> list[str]:
     """Installed (pip install -e .), the pytest11 entry point loads the plugin
     and naming it again would register it twice; otherwise name it."""
-    installed = any(ep.value == "nxc.pytest_plugin"
+    installed = any(ep.value == "nxc.gates.pytest_plugin"
                     for ep in importlib.metadata.entry_points(group="pytest11"))
-    return ["-p", "no:cacheprovider"] + ([] if installed else ["-p", "nxc.pytest_plugin"])
+    return ["-p", "no:cacheprovider"] + ([] if installed else ["-p", "nxc.gates.pytest_plugin"])
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +104,7 @@ def test_xdist_spreads_gates_across_workers(gates):
 
 
 def test_backend_both_gives_an_item_per_backend(gates):
-    pytest.importorskip("nxc.run_py")
+    pytest.importorskip("nxc.backend.py.run")
     result = gates.runpytest(*plugin_args(), "--nx-backend", "both", "-k", "pass or fail", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*pass.nx::main[[]c[]] PASSED*", "*pass.nx::main[[]py[]] PASSED*"])

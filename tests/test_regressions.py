@@ -9,8 +9,8 @@ import os
 import pytest
 
 from nxc.diagnostics import Diagnostics
-from nxc.frontend import check_file
-from nxc.run import execute
+from nxc.check.frontend import check_file
+from nxc.gates.run import execute
 
 CASES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "regressions", "*.nx")))
 

@@ -178,7 +178,7 @@ def test_nothing_to_run_and_bad_usage(tmp_path):
 
 
 def test_backend_both_runs_each_gate_on_each_backend(tree):
-    pytest.importorskip("nxc.run_py")
+    pytest.importorskip("nxc.backend.py.run")
     proc = nxc_test("--json", "--backend", "both", "-k", "pass or fail or lib", cwd=tree)
     results = json_results(proc)
     assert set(results) == {f"{n}[{b}]" for n in ("pass.nx", "fail.nx", "lib.nx") for b in ("c", "py")}
@@ -187,7 +187,7 @@ def test_backend_both_runs_each_gate_on_each_backend(tree):
 
 
 def test_backend_py(tree):
-    pytest.importorskip("nxc.run_py")
+    pytest.importorskip("nxc.backend.py.run")
     proc = nxc_test("--json", "--backend", "py", "-k", "pass or fail", cwd=tree)
     results = json_results(proc)
     assert results["pass.nx"]["status"] == "PASS" and results["pass.nx"]["backend"] == "py"
@@ -196,7 +196,7 @@ def test_backend_py(tree):
 
 # ---- the runner's pieces, in process ----
 def test_keyword_expression():
-    from nxc.runner import KeywordExpression, UsageError
+    from nxc.gates.runner import KeywordExpression, UsageError
     words = ["dir/fail.nx", "fail.nx", "fail", "gate", "c"]
     assert KeywordExpression("FAIL").matches(words)
     assert KeywordExpression("not pass and (gate or library)").matches(words)
@@ -207,7 +207,7 @@ def test_keyword_expression():
 
 
 def test_scan_kind_ignores_commented_out_main(tmp_path):
-    from nxc.runner import scan_kind
+    from nxc.gates.runner import scan_kind
     p = tmp_path / "m.nx"
     p.write_text("// func main() -> i64\n/* func main() -> i64 {\n} */\nfunc f() -> i64 { return 0 }\n")
     assert scan_kind(str(p)) == ("library", 0)
@@ -218,8 +218,8 @@ def test_scan_kind_ignores_commented_out_main(tmp_path):
 # ---- guard operands: recorded while the condition runs, in the C backend ----
 def _run_c(path):
     from nxc.diagnostics import Diagnostics
-    from nxc.frontend import check_file
-    from nxc.run import execute
+    from nxc.check.frontend import check_file
+    from nxc.gates.run import execute
     return execute(check_file(path, diags=Diagnostics()), "c", timeout=30)[0]
 
 
@@ -280,8 +280,8 @@ def test_short_circuited_operands_are_not_shown(write_nx):
 
 def test_render_expr_keeps_needed_parentheses(write_nx):
     from nxc.diagnostics import Diagnostics
-    from nxc.frontend import check_file
-    from nxc.guards import guard_operands, render_expr
+    from nxc.check.frontend import check_file
+    from nxc.lower.guards import guard_operands, render_expr
     path = write_nx("""
         func f(x: i64) -> i64 { return x }
         func main() -> i64 {

@@ -19,17 +19,17 @@ import re
 import pytest
 
 import nxc
-from nxc import ast
-from nxc.check import soft_f32_name
+from nxc.syntax import ast
+from nxc.check.checker import soft_f32_name
 from nxc.cli import main as cli_main
 from nxc.diagnostics import Diagnostics
-from nxc.emit_c import emit_c
-from nxc.emit_py import emit_py
-from nxc.externs import f32_primitives
-from nxc.frontend import check_file
+from nxc.backend.c.emit import emit_c
+from nxc.backend.py.emit import emit_py
+from nxc.check.externs import f32_primitives
+from nxc.check.frontend import check_file
 from nxc.paths import bundled_dir
-from nxc.run import execute
-from nxc.run_py import runtime_modules
+from nxc.gates.run import execute
+from nxc.backend.py.run import runtime_modules
 
 SOFT = os.path.join(bundled_dir(), "nx_f32_soft.nx")
 GATES = sorted(p for p in glob.glob(os.path.join(bundled_dir(), "*.nx"))

@@ -6,12 +6,12 @@ import os
 
 import pytest
 
-from nxc.build_c import build, load
+from nxc.backend.c.build import build, load
 from nxc.diagnostics import Diagnostics
-from nxc.emit_c import emit_c
-from nxc.frontend import check_file
+from nxc.backend.c.emit import emit_c
+from nxc.check.frontend import check_file
 from nxc.paths import bundled_dir
-from nxc.run import run_gate_c
+from nxc.gates.run import run_gate_c
 
 DRIVER = os.path.join(os.path.dirname(__file__), "nx", "unbox_driver.nx")
 
@@ -56,7 +56,7 @@ def test_bundled_gates_pass_on_the_plain_path_too(path):
 
 
 def test_float_operands_are_evaluated_left_to_right():
-    from nxc.run import execute
+    from nxc.gates.run import execute
     program = check_file(os.path.join(os.path.dirname(__file__), "nx", "unbox_order.nx"), diags=Diagnostics())
     text = emit_c(program).text
     assert "float nx_t" in text        # the call's result is held before the global is read

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from nxc.diagnostics import Diagnostics
-from nxc.frontend import check_file
+from nxc.check.frontend import check_file
 
 SOURCE = """func main() -> i64 {
     let unused: i64 = 1

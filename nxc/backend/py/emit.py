@@ -24,7 +24,7 @@ where _SH is the shadow of runtime/nx_memory.py (bit `size` set = an access
 of that size may start here) and _ld / _st handle 64-bit wrap-around and
 raise the located fault. Python evaluates the right side of an assignment
 before its target, which is the nx rule (value before place). An address
-beyond the arena makes the shadow subscript raise IndexError; nxc/run_py.py
+beyond the arena makes the shadow subscript raise IndexError; nxc/backend/py/run.py
 reads the site from the line (`describe_fault`).
 
 Order of evaluation is Python's, left to right, which is nx's; compound
@@ -39,13 +39,14 @@ import re
 from dataclasses import dataclass, field
 
 
-from . import __version__, ast
-from .check import Function, Program
-from .externs import f32_primitives
-from .f32_unbox import is_pure
-from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
-from .skeleton import template
-from .types import BoolType, IntType, PointerType, Type
+from nxc import __version__
+from nxc.syntax import ast
+from nxc.check.checker import Function, Program
+from nxc.check.externs import f32_primitives
+from nxc.lower.f32_unbox import is_pure
+from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.backend.skeleton import template
+from nxc.check.types import BoolType, IntType, PointerType, Type
 
 M64 = (1 << 64) - 1
 
@@ -138,7 +139,7 @@ class EmittedPy:
     names: dict = field(default_factory=dict)        # nx function name -> python name
     functions: list = field(default_factory=list)    # checked Functions, in order
     entry: str | None = None            # python name of the gate
-    # gate return site -> the guard operands whose values the gate records (nxc/guards.py)
+    # gate return site -> the guard operands whose values the gate records (nxc/lower/guards.py)
     captures: dict = field(default_factory=dict)
     capture_slots: int = CAPTURE_SLOTS
 

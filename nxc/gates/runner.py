@@ -19,7 +19,7 @@ or one JSON object per result with --json), then every failure explained
 (the `return` that fired, its source lines and the values of the operands of
 its guard), then a summary whose last line is `N passed, N failed, ...`.
 
-The pytest plugin (nxc/pytest_plugin.py) runs the same units through
+The pytest plugin (nxc/gates/pytest_plugin.py) runs the same units through
 `run_unit`, so both front doors give the same verdicts and explanations.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
-from .diagnostics import display_path
+from nxc.diagnostics import display_path
 
 PASS, FAIL = "PASS", "FAIL"
 COMPILE_ERROR, RUNTIME_ERROR = "COMPILE-ERROR", "RUNTIME-ERROR"
@@ -280,7 +280,7 @@ class KeywordExpression:
 # ------------------------------------------------------------------ running one module
 def py_backend_available() -> bool:
     try:
-        import nxc.run_py  # noqa: F401
+        import nxc.backend.py.run  # noqa: F401
         return True
     except ImportError:
         return False
@@ -288,8 +288,8 @@ def py_backend_available() -> bool:
 
 def run_unit(unit: Unit, options: Options) -> list[Result]:
     """Check, build and run one module on each of its items' backends."""
-    from .diagnostics import CompileError, Diagnostics
-    from .frontend import check_file
+    from nxc.diagnostics import CompileError, Diagnostics
+    from nxc.check.frontend import check_file
 
     start = time.perf_counter()
 
@@ -327,7 +327,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 
 
 def run_gate(program, backend: str, options: Options, r: Result) -> None:
-    from .run import describe_failure, execute
+    from nxc.gates.run import describe_failure, execute
     outcome = execute(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout)[0]
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
@@ -371,12 +371,12 @@ def compile_library(program, backend: str, options: Options, r: Result) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     t0 = time.perf_counter()
     if backend == "c":
-        from .build_c import build
-        from .emit_c import emit_c
+        from nxc.backend.c.build import build
+        from nxc.backend.c.emit import emit_c
         built = build(emit_c(program), opt=options.opt, use_cache=options.use_cache, abi=True)
         r.build_cached, r.build_seconds = built.cached, built.seconds
     else:
-        from .emit_py import emit_py
+        from nxc.backend.py.emit import emit_py
         text = emit_py(program).text
         compile(text, program.graph.root.source.path + ".py", "exec")
         r.build_seconds = time.perf_counter() - t0
@@ -398,7 +398,7 @@ def compile_error_result(r: Result, diagnostics, seconds: float) -> Result:
 def internal_error(r: Result, exc: BaseException, seconds: float) -> Result:
     r.status = ERROR
     r.seconds = seconds
-    from .build_c import BuildError
+    from nxc.backend.c.build import BuildError
     if isinstance(exc, BuildError):
         r.message = "the C compiler rejected the generated code (a bug in nxc)"
         r.report = str(exc)
@@ -446,18 +446,15 @@ def _note_disagreement(results: list[Result]) -> None:
 # ------------------------------------------------------------------ parallel execution
 def _warm_up() -> None:
     """Load what every worker needs before forking them, so each starts warm."""
-    from . import build_c, emit_c, frontend, parse, run  # noqa: F401
-    for fn in (getattr(parse, "_parser", None), getattr(emit_c, "_template", None),
-               getattr(build_c, "_runtime_header_text", None)):
+    from nxc.backend.c import build
+    from nxc.check import frontend  # noqa: F401 - imported for its import cost
+    from nxc.gates import run  # noqa: F401
+    from nxc.syntax import parse
+    for warm in (parse.warm_up, build.warm_up):
         try:
-            if fn is not None:
-                fn()
+            warm()
         except Exception:  # noqa: BLE001 - the real call will report it
             pass
-    try:
-        build_c.compiler_identity(build_c.compiler())
-    except Exception:  # noqa: BLE001
-        pass
 
 
 def _worker(conn, options: Options) -> None:
@@ -699,7 +696,7 @@ def _main(args) -> int:
         raise UsageError("-j must be 0 (one per CPU) or more")
     jobs = jobs or cpu_count()
     if "py" in options.backends and not py_backend_available():
-        raise UsageError("the Python backend (nxc.run_py) is not available in this installation; use --backend c")
+        raise UsageError("the Python backend (nxc.backend.py.run) is not available in this installation; use --backend c")
     verbosity = (args.verbose or 0) - (args.quiet or 0)
 
     items = collect(args.paths or ["."], options.backends, args.keyword)

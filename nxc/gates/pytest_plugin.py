@@ -4,7 +4,7 @@
     pytest nx_src/ -k attention -n auto --junitxml=gates.xml
 
 Registered through the `pytest11` entry point (`pip install -e .`); without
-installing, load it with `-p nxc.pytest_plugin`. Each `.nx` file becomes an
+installing, load it with `-p nxc.gates.pytest_plugin`. Each `.nx` file becomes an
 `NxFile` holding one `NxItem` per backend: `main` for a gate, `compile` for a
 library module (`main[c]`, `main[py]` with `--nx-backend both`). An item runs
 through the same `runner.run_unit` as `nxc test`, so the verdicts match: the
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from . import runner
-from .diagnostics import display_path
+from nxc.gates import runner
+from nxc.diagnostics import display_path
 
 
 def pytest_addoption(parser):
@@ -59,7 +59,7 @@ def _options(config) -> runner.Options:
 def pytest_configure(config):
     config._nx_options = _options(config)
     if "py" in config._nx_options.backends and not runner.py_backend_available():
-        raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.run_py), "
+        raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.backend.py.run), "
                                 "which this installation does not have")
 
 

@@ -1,6 +1,6 @@
 """The .nx abstract syntax tree: typed dataclasses, a position on every node.
 
-Built by nxc/parse.py. The checker (nxc/check.py) fills in the `ty` of each
+Built by nxc/syntax/parse.py. The checker (nxc/check/checker.py) fills in the `ty` of each
 expression and the `sym` of each name; the backends read the result and
 never change it. `NodeVisitor` dispatches on the class name (pycparser's
 `visit_<ClassName>`), so each pass is one class with one method per node kind.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .diagnostics import Pos
+from nxc.diagnostics import Pos
 
 
 @dataclass(eq=False, slots=True)
@@ -35,7 +35,7 @@ TypeExpr = Any  # TypeName | TypePointer
 # ---- expressions ----
 @dataclass(eq=False, slots=True)
 class Expr(Node):
-    # Filled in by the checker: the resolved type (nxc.types.Type), and the
+    # Filled in by the checker: the resolved type (nxc.check.types.Type), and the
     # value when the expression is a compile-time constant (backends then
     # emit the number itself).
     ty: Any = field(default=None, init=False, repr=False)

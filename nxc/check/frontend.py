@@ -8,9 +8,9 @@ from __future__ import annotations
 import gc
 import os
 
-from .check import SOFT_F32_MODULE, Program, check_program
-from .diagnostics import CompileError, Diagnostics
-from .loader import ModuleGraph, load_program, resolve_import
+from nxc.check.checker import SOFT_F32_MODULE, Program, check_program
+from nxc.diagnostics import CompileError, Diagnostics
+from nxc.syntax.loader import ModuleGraph, load_program, resolve_import
 
 
 def check_file(path: str, include: list[str] | None = None,

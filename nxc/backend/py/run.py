@@ -1,6 +1,6 @@
 """Running the Python backend: load the generated module, run a gate, locate faults.
 
-`run_gate_py` runs the gate in a forked child (nxc/run.py's `run_isolated`),
+`run_gate_py` runs the gate in a forked child (nxc/gates/run.py's `run_isolated`),
 like the C backend, so a runaway gate is stopped by the timeout. Every fault
 comes back as `path:line:col: runtime error: ...`:
 
@@ -25,9 +25,9 @@ import sys
 import time
 from functools import lru_cache
 
-from .diagnostics import display_path
-from .paths import runtime_dir
-from .run import FAIL, Outcome, outcome_from, run_isolated
+from nxc.diagnostics import display_path
+from nxc.paths import runtime_dir
+from nxc.gates.run import FAIL, Outcome, outcome_from, run_isolated
 
 RECURSION_LIMIT = 200_000
 
@@ -122,7 +122,7 @@ def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
 
 # ---------------------------------------------------------------- gates
 def run_gate_py(program, timeout: float | None) -> Outcome:
-    from .emit_py import emit_py
+    from nxc.backend.py.emit import emit_py
     emitted = emit_py(program)
     code = compile_py(emitted)
 
@@ -225,7 +225,7 @@ class PyModule:
 
 def load_py(program) -> PyModule:
     """Emit and load a checked program in this process (nx functions become callable)."""
-    from .emit_py import emit_py
+    from nxc.backend.py.emit import emit_py
     emitted = emit_py(program)
     return PyModule(program, emitted, _exec(emitted))
 
@@ -242,7 +242,7 @@ class PyBackend:
     name = "py"
 
     def __init__(self, program):
-        from .emit_py import emit_py
+        from nxc.backend.py.emit import emit_py
         self.program = program
         self.emitted = emit_py(program)
         self.ns = _exec(self.emitted)
@@ -251,7 +251,7 @@ class PyBackend:
         self._arrays: dict[int, tuple] = {}     # id(array) -> (array, address, nbytes)
 
     def _error(self, exc: BaseException):
-        from .api import NxRuntimeError as ApiError
+        from nxc.api import NxRuntimeError as ApiError
         err = describe_fault(exc, self.emitted.filename, self.emitted.text, self.rt, self.emitted.line_pos)
         return ApiError(str(err))
 
@@ -262,7 +262,7 @@ class PyBackend:
         nbytes = max(arr.nbytes, 1)
         addr = self.rt.sys_mmap(nbytes)
         if addr == 0:
-            from .api import NxRuntimeError as ApiError
+            from nxc.api import NxRuntimeError as ApiError
             raise ApiError(f"cannot map {nbytes} bytes for a numpy argument in the Python backend")
         self._arrays[id(arr)] = (arr, addr, arr.nbytes)
         return addr
@@ -279,7 +279,7 @@ class PyBackend:
                 arr[...] = np.frombuffer(bytes(self.rt.arena[addr:addr + n]), dtype=arr.dtype).reshape(arr.shape)
 
     def call(self, fn, converted, original):
-        from .types import BoolType, PointerType
+        from nxc.check.types import BoolType, PointerType
         args = []
         for v in converted:
             if isinstance(v, tuple):
@@ -296,7 +296,7 @@ class PyBackend:
         finally:
             self._sync_out()
         if isinstance(fn.ret, PointerType):
-            from .api import Pointer
+            from nxc.api import Pointer
             return Pointer(result, fn.ret, self.module)
         if isinstance(fn.ret, BoolType):
             return bool(result)
@@ -312,8 +312,8 @@ class PyBackend:
             self._sync_out()
 
     def read(self, address: int, t):
-        from .api import NxRuntimeError as ApiError
-        from .emit_py import type_key
+        from nxc.api import NxRuntimeError as ApiError
+        from nxc.backend.py.emit import type_key
         mem = runtime_modules()[1]
         fmt = mem.FORMATS[type_key(t)]
         size = mem.SIZES[fmt]
@@ -330,7 +330,7 @@ class PyBackend:
 
     def read_array(self, address: int, count: int, dtype):
         import numpy as np
-        from .api import NxRuntimeError as ApiError
+        from nxc.api import NxRuntimeError as ApiError
         try:
             data = self.rt.read_bytes(address, count * dtype.itemsize)
         except Exception as exc:   # noqa: BLE001

@@ -1,11 +1,11 @@
-"""The jinja2 file skeletons both backends render (nxc/templates/*.j2)."""
+"""The jinja2 file skeletons both backends render (nxc/backend/templates/*.j2)."""
 from __future__ import annotations
 
 from functools import lru_cache
 
 import jinja2
 
-from .paths import templates_dir
+from nxc.paths import templates_dir
 
 
 @lru_cache(maxsize=1)

@@ -20,8 +20,8 @@ payload, comparisons treat every NaN alike, and every observed NaN becomes
 """
 from __future__ import annotations
 
-from . import ast
-from .types import I64
+from nxc.syntax import ast
+from nxc.check.types import I64
 
 # How a primitive is written in C on float operands.
 F32_BINARY = {"nx_f32_add": "+", "nx_f32_sub": "-", "nx_f32_mul": "*", "nx_f32_div": "/"}

@@ -17,8 +17,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .check import GateReturn, Program
-from .diagnostics import Pos, display_path
+from nxc.check.checker import GateReturn, Program
+from nxc.diagnostics import Pos, display_path
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, NO_GATE = "PASS", "FAIL", "RUNTIME-ERROR", "CRASH", "TIMEOUT", "NO-GATE"
 
@@ -144,7 +144,7 @@ def outcome_from(program: Program, kind: str, data, backend: str, seconds: float
 
 
 def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outcome:
-    from .build_c import load
+    from nxc.backend.c.build import load
     lib, ffi = load(built)
 
     def call():
@@ -196,8 +196,8 @@ def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: boo
     outcomes = []
     for b in (("c", "py") if backend == "both" else (backend,)):
         if b == "c":
-            from .build_c import build
-            from .emit_c import emit_c
+            from nxc.backend.c.build import build
+            from nxc.backend.c.emit import emit_c
             t0 = time.perf_counter()
             emitted = emit_c(program)
             built = build(emitted, opt=opt, use_cache=use_cache, abi=True)
@@ -208,7 +208,7 @@ def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: boo
             outcomes.append(run_gate_c(program, emitted, built, timeout))
             outcomes[-1].build_cached, outcomes[-1].build_seconds = built.cached, built.seconds
         else:
-            from .run_py import run_gate_py
+            from nxc.backend.py.run import run_gate_py
             outcomes.append(run_gate_py(program, timeout))
         if verbose:
             print(f"nxc: gate ({b}) {1000 * outcomes[-1].seconds:.1f} ms", file=sys.stderr)

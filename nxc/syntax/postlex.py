@@ -9,7 +9,7 @@ newline. The parser sees all of this as one terminal, _SEP.
 """
 from __future__ import annotations
 
-from .lexer import Token
+from nxc.syntax.lexer import Token
 
 # Terminal names as Lark gives them to the grammar's anonymous strings.
 _ENDS_STATEMENT = frozenset({
@@ -69,5 +69,5 @@ class StatementEnds:
             yield tok
         if pending is not None:
             yield pending.renamed("_SEP", "\n")
-        # The parser's end marker (nxc/lalr.py), where the last token was.
+        # The parser's end marker (nxc/syntax/lalr.py), where the last token was.
         yield Token("$END", "", 1, 1) if tok is None else tok.renamed("$END", "")

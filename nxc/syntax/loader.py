@@ -14,10 +14,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import __version__, ast
-from .diagnostics import CompileError, Diagnostics, Pos, SourceFile
-from .parse import parse_source
-from .paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
+from nxc import __version__
+from nxc.syntax import ast
+from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
+from nxc.syntax.parse import parse_source
+from nxc.paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
                     write_atomically)
 
 
@@ -93,7 +94,8 @@ def _parse_key(src: SourceFile) -> str:
 def _front_end_digest() -> str:
     """The grammar and the code that makes and shapes ASTs: a cached pickle
     is only as good as the classes and parser that made it."""
-    from . import diagnostics, lalr, lexer, parse, postlex
+    from nxc import diagnostics
+    from nxc.syntax import lalr, lexer, parse, postlex
     return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, lalr, lexer, parse, postlex)))
 
 

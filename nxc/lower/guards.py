@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import ast
-from .types import BoolType, IntType, PointerType
+from nxc.syntax import ast
+from nxc.check.types import BoolType, IntType, PointerType
 
 # How many operand values a gate records; a guard with more shows the first ones.
 CAPTURE_SLOTS = 16

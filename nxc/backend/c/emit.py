@@ -23,12 +23,13 @@ import os
 from dataclasses import dataclass, field
 
 
-from . import __version__, ast
-from .check import Function, Program
-from .f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
-from .guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
-from .skeleton import template
-from .types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
+from nxc import __version__
+from nxc.syntax import ast
+from nxc.check.checker import Function, Program
+from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
+from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.backend.skeleton import template
+from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
 _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64, True): "int64_t",
@@ -127,7 +128,7 @@ class FunctionEmitter:
                  captures: dict[int, list[CapturedOperand]] | None = None, unbox_f32: bool = True):
         self.program = program
         self.fn = fn
-        # Float32 unboxing (nxc/f32_unbox.py): these locals are C floats.
+        # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body) if unbox_f32 else set()
         self.sites = sites
@@ -137,7 +138,7 @@ class FunctionEmitter:
         self.depth = 1
         self.last_line = None
         # The gate records the operands of each return's guard while the
-        # guard is evaluated (nxc/guards.py): expression id -> value slot.
+        # guard is evaluated (nxc/lower/guards.py): expression id -> value slot.
         self.capture_slot: dict[int, int] = {}
         self.capturing_conds: set[int] = set()
         if gate:
@@ -382,7 +383,7 @@ class FunctionEmitter:
         call = f"{func_c_name(e.func.sym)}({', '.join(args)})"
         return f"({', '.join(pres)}, {call})" if pres else call
 
-    # ---- float32 expressions (unboxed; see nxc/f32_unbox.py) ----
+    # ---- float32 expressions (unboxed; see nxc/lower/f32_unbox.py) ----
     def float_expr(self, e: ast.Expr) -> str:
         """C `float` expression for an expression that holds float32 bits."""
         if isinstance(e, ast.Name) and e.sym in self.float_locals:

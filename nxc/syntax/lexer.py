@@ -6,7 +6,7 @@ alternation, run over the whole text by `findall` (the C loop returns the
 texts; no match object per token), with each token's kind found by a dict
 lookup on its text, is several times faster than Lark's general-purpose
 lexer, which was a third of all front-end time. Newlines and block comments
-are passed on for nxc/postlex.py, which decides where statements end.
+are passed on for nxc/syntax/postlex.py, which decides where statements end.
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ class NxLexer:
             self.by_first[ch] = kind
         tokens = [regex[name] for name in _REGEX_ORDER]
         # An opening that never closes is taken as one token, so that it is
-        # reported as such (nxc/parse.py words it), not as a `/` or a stray
+        # reported as such (nxc/syntax/parse.py words it), not as a `/` or a stray
         # quote; an unclosed `/*` takes the rest of the text, which keeps
         # the scan linear however many of them there are.
         tokens.append(r"/\*[\s\S]*|\"")

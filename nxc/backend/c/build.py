@@ -35,9 +35,9 @@ from functools import lru_cache
 
 import cffi
 
-from . import __version__
-from .emit_c import GATE_CDEF, EmittedC
-from .paths import cache_dir, prune_due, prune_least_recent, runtime_dir, write_atomically
+from nxc import __version__
+from nxc.backend.c.emit import GATE_CDEF, EmittedC
+from nxc.paths import cache_dir, prune_due, prune_least_recent, runtime_dir, write_atomically
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
@@ -129,6 +129,13 @@ def _runtime_header_text() -> str:
 # (paths.prune_least_recent). A build is ~60-200 KB.
 MAX_BUILDS = 1024
 _build_count = 0
+
+
+def warm_up() -> None:
+    """Read the runtime header and identify the compiler now (both cached for
+    the process): the runner calls this before forking its workers."""
+    _runtime_header_text()
+    compiler_identity(compiler())
 
 
 def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool = False) -> Built:

@@ -15,13 +15,13 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
-from . import ast
-from .diagnostics import Diagnostics, Pos
-from .loader import ModuleGraph
-from .types import (BOOL, BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntType, PointerType,
+from nxc.syntax import ast
+from nxc.diagnostics import Diagnostics, Pos
+from nxc.syntax.loader import ModuleGraph
+from nxc.check.types import (BOOL, BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntType, PointerType,
                     StructField, StructType, Type, layout_struct)
 
-from .externs import externs, f32_primitives
+from nxc.check.externs import externs, f32_primitives
 
 # --soft-f32 (check_program(..., soft_f32=True)): the bundled module that holds
 # the float32 primitives written in .nx, and the name of each one's twin there.

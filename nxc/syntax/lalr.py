@@ -4,7 +4,7 @@ Lark analyses grammar/nx.lark and gives us its LALR(1) table; this module
 runs that table with a loop of its own. Lark's general driver spends most of
 its time on things this language does not need (interactive parsing, tree
 shaping wrappers, per-token exception set-up); the loop below does one dict
-lookup per action and calls the AST builder (nxc/parse.py) directly. It is
+lookup per action and calls the AST builder (nxc/syntax/parse.py) directly. It is
 what lets the front end reach its throughput target (docs/performance.md).
 
 Tree shaping follows Lark's own rules, so the grammar reads as Lark grammar:
@@ -12,7 +12,7 @@ Tree shaping follows Lark's own rules, so the grammar reads as Lark grammar:
     parent (its children are spliced in);
   - a `?rule` with a single child and no alias is replaced by that child;
   - every other rule calls its builder with its children (`Tables` asks
-    nxc/parse.py for one builder per rule, named by the rule's alias or name).
+    nxc/syntax/parse.py for one builder per rule, named by the rule's alias or name).
 """
 from __future__ import annotations
 

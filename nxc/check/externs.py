@@ -6,7 +6,7 @@ import importlib.util
 import os
 from functools import lru_cache
 
-from .paths import runtime_dir
+from nxc.paths import runtime_dir
 
 
 @lru_cache(maxsize=1)

@@ -1,8 +1,8 @@
-"""Parsing: source text -> tokens -> AST (nxc/ast.py).
+"""Parsing: source text -> tokens -> AST (nxc/syntax/ast.py).
 
 Lark reads grammar/nx.lark and builds its LALR(1) table (cached on disk,
-see `_grammar_tables`); nxc/lexer.py and nxc/postlex.py make the tokens and
-nxc/lalr.py runs the table, calling the rule methods below to build the AST
+see `_grammar_tables`); nxc/syntax/lexer.py and nxc/syntax/postlex.py make the tokens and
+nxc/syntax/lalr.py runs the table, calling the rule methods below to build the AST
 directly. Syntax errors are translated into the language's own words here,
 so no Lark terminal name or exception ever reaches a user.
 """
@@ -15,11 +15,11 @@ import pickle
 import re
 from functools import lru_cache
 
-from . import ast, lalr, lexer
-from .diagnostics import Diagnostics, Pos, SourceFile
-from .paths import cache_dir, digest_of_files, grammar_file, write_atomically
-from .lexer import LexError, NxLexer, Token, terminal_specs
-from .postlex import StatementEnds
+from nxc.syntax import ast, lalr, lexer
+from nxc.diagnostics import Diagnostics, Pos, SourceFile
+from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
+from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
+from nxc.syntax.postlex import StatementEnds
 
 # How each terminal is named in an error message.
 TOKEN_WORDS = {
@@ -75,6 +75,12 @@ def _parser() -> _Parser:
     return _Parser()
 
 
+def warm_up() -> None:
+    """Build (or read from the cache) the parse table now: the runner calls
+    this before forking its workers, so each starts with a ready parser."""
+    _parser()
+
+
 def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """(terminal specs, LALR table) of grammar/nx.lark.
 
@@ -99,7 +105,7 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     except Exception:  # noqa: BLE001 - missing or damaged: build it again
         pass
     # Lark reads the grammar and builds the LALR(1) table; it is not asked
-    # to parse anything (nxc/lalr.py runs the table).
+    # to parse anything (nxc/syntax/lalr.py runs the table).
     from lark import Lark
     lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex, start="module")
     result = (terminal_specs(lark), lalr.table_from_lark(lark, "module"))
@@ -171,7 +177,7 @@ def _builder_maker(to_ast: "_ToAst"):
 
 
 class _ToAst:
-    """Rule children -> nxc.ast. One method per grammar rule or alias."""
+    """Rule children -> nxc.syntax.ast. One method per grammar rule or alias."""
 
     def __init__(self, src: SourceFile | None, diags: Diagnostics | None):
         self.src = src

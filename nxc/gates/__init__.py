@@ -1,0 +1,1 @@
+"""Running gates: isolation in child processes, the runner, reports and the pytest plugin."""

@@ -1,0 +1,1 @@
+"""Analyses both emitters share: float32 unboxing and the guard-capture plan."""
