@@ -80,14 +80,21 @@ def run(name, start, stop, chunk, mod):
             first += n
             continue
         exact = fs.ref64(name, fs.f32(xs))
-        err = fs.ulp_errors(out[:n], exact)
         nan_bad += len(fs.nan_mismatches(out[:n], exact))
-        e = np.where(np.isnan(err), -1.0, err)
-        i = int(np.argmax(e))
-        if e[i] > worst:
-            worst, worst_x = float(e[i]), first + i
-        over_half += int(np.count_nonzero(e > 0.5))
-        over_one += int(np.count_nonzero(e > 1.0))
+        # Where nx equals the float64 value rounded to float32 the error is <= 1/2 ulp (and
+        # the max is above 1/2 anyway): measure only the others (~1%), which is most of the cost.
+        with np.errstate(all="ignore"):
+            rounded = fs.bits(exact.astype(np.float32))
+        off = np.nonzero((out[:n] != rounded) & ~np.isnan(exact))[0]
+        if len(off):
+            e = fs.ulp_errors(out[:n][off], exact[off])
+            i = int(np.argmax(e))
+            if e[i] > worst:
+                worst, worst_x = float(e[i]), first + int(off[i])
+            over_half += int(np.count_nonzero(e > 0.5))
+            over_one += int(np.count_nonzero(e > 1.0))
+        elif worst < 0:
+            worst, worst_x = 0.5, first
         first += n
     return dict(name=name, worst=worst, worst_x=worst_x, over_half=over_half, over_one=over_one,
                 nan_bad=nan_bad, n=stop - start, seconds=time.time() - t0, nx_ns=nx_time / (stop - start) * 1e9)
