@@ -69,7 +69,7 @@ def test_greedy_tokens_match_reference(files, model_c):
     _, weights = files["f32"]
     prompt = PROMPT[:4]
     ref, gaps = qs.greedy(qs.TINY, weights, prompt, 16)
-    assert min(gaps) > 100 * REL_TOL * 10, f"reference logit gaps too small to compare: {gaps}"
+    assert min(gaps) > 1e-2, f"reference logit gaps too small to compare: {gaps}"   # >> the error
     assert model_c.generate(prompt, 16) == ref
 
 
