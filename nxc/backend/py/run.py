@@ -20,7 +20,6 @@ import importlib.util
 import os
 import re
 import sys
-import time
 from functools import lru_cache
 
 from nxc.diagnostics import display_path
