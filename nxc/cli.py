@@ -145,12 +145,8 @@ def cmd_emit(args) -> int:
         program, _ = _front(args.file, args)
     except CompileError as exc:
         return _report_compile_error(exc)
-    if args.command == "emit-c":
-        from nxc.backend.c.emit import emit_c
-        text = emit_c(program).text
-    else:
-        from nxc.backend.py.emit import emit_py
-        text = emit_py(program).text
+    from nxc.backend.registry import backend_for
+    text = backend_for("c" if args.command == "emit-c" else "py").emit(program).text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
