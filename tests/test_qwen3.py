@@ -185,6 +185,13 @@ def test_bad_tokens(model_c):
         model_c.generate([], 3)
 
 
+def test_close_frees_and_refuses(files):
+    with qwen3.load(files["f16"][0]) as m:
+        assert m.forward([1])[1].shape == (1, 64)
+    with pytest.raises(qwen3.Qwen3Error, match="closed"):
+        m.forward([1])
+
+
 def test_command_line(files, capsys):
     assert qwen3.main([str(files["f32"][0]), "--tokens", "5,17,200,3", "--new", "4"]) == 0
     text = capsys.readouterr().out

@@ -83,11 +83,25 @@ class Qwen3:
         self._m = self.nx.nx_qwen3_model_new()
         code = self.nx.nx_gguf_qwen3_from_file(name, len(name), self._g, self._m)
         if code != 0:
-            raise Qwen3Error(f"{self.path}: {self._describe(code)}")
+            msg = self._describe(code)
+            self.close()            # frees what was loaded before the failure
+            raise Qwen3Error(f"{self.path}: {msg}")
         c = [self.nx.nx_qwen3_config(self._m, k) for k in range(len(_CONFIG))]
         self.config = dict(zip(_CONFIG, c))
         self.config["rope_theta"] = float(_f32(np.array([c[8]]))[0])
         self.config["rms_eps"] = float(_f32(np.array([c[9]]))[0])
+
+    def close(self) -> None:
+        """Free the model's nx memory (the weights); the object cannot run afterwards."""
+        if self._m is not None:
+            self.nx.nx_qwen3_model_free(self._m)
+            self._m = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
     def _describe(self, code: int) -> str:
         g = self._g
@@ -108,6 +122,12 @@ class Qwen3:
             raise Qwen3Error(f"token id {int(t[bad][0])} is out of range (vocab {self.config['vocab']})")
         return t
 
+    def _model(self):
+        """The nx model handle; refuses a closed model before any nx code sees a null."""
+        if self._m is None:
+            raise Qwen3Error("the model was closed")
+        return self._m
+
     def _check(self, code: int, what: str) -> None:
         if code != 0:
             raise Qwen3Error(f"{what}: {_MODEL_ERRORS.get(code, f'error {code}')}")
@@ -122,7 +142,7 @@ class Qwen3:
         L, H = self.config["n_layers"], self.config["hidden"]
         hidden = np.zeros((L + 1, len(t), H), np.int64)
         out = np.zeros((len(t), H), np.int64)
-        self._check(self.nx.nx_qwen3_forward(self._m, t, len(t), 0, None, 1 if causal else 0, hidden, out),
+        self._check(self.nx.nx_qwen3_forward(self._model(), t, len(t), 0, None, 1 if causal else 0, hidden, out),
                     "forward")
         return _f32(hidden), _f32(out)
 
@@ -130,7 +150,7 @@ class Qwen3:
         """Tied-embedding logits [vocab] of one final-normed row (float32 numpy)."""
         row = np.ascontiguousarray(np.asarray(out_row, np.float32)).view(np.uint32).astype(np.int64)
         z = np.zeros(self.config["vocab"], np.int64)
-        self._check(self.nx.nx_qwen3_logits(self._m, row, z), "logits")
+        self._check(self.nx.nx_qwen3_logits(self._model(), row, z), "logits")
         return _f32(z)
 
     def session(self, block_size: int = 16, n_blocks: int | None = None) -> "Session":
@@ -144,7 +164,7 @@ class Qwen3:
             return []
         with self.session(block_size, None) as s:
             out = np.zeros(n_new, np.int64)
-            self._check(self.nx.nx_qwen3_generate(self._m, s.seq, t, len(t), n_new, out), "generate")
+            self._check(self.nx.nx_qwen3_generate(self._model(), s.seq, t, len(t), n_new, out), "generate")
             return [int(v) for v in out]
 
 
@@ -155,7 +175,7 @@ class Session:
         self.model = model
         ctx = model.config["n_ctx"] if model.config["n_ctx"] > 0 else 4096
         n_blocks = n_blocks or -(-ctx // block_size)
-        self.seq = model.nx.nx_qwen3_seq_new(model._m, block_size, n_blocks)
+        self.seq = model.nx.nx_qwen3_seq_new(model._model(), block_size, n_blocks)
         if not self.seq:
             raise Qwen3Error("cannot allocate the KV cache")
         self.position = 0
@@ -167,13 +187,13 @@ class Session:
         L, H = m.config["n_layers"], m.config["hidden"]
         hidden = np.zeros((L + 1, len(t), H), np.int64)
         out = np.zeros((len(t), H), np.int64)
-        m._check(m.nx.nx_qwen3_forward(m._m, t, len(t), self.position, self.seq, 1, hidden, out), "step")
+        m._check(m.nx.nx_qwen3_forward(m._model(), t, len(t), self.position, self.seq, 1, hidden, out), "step")
         self.position += len(t)
         return _f32(hidden), _f32(out)
 
     def greedy(self, out_row) -> int:
         row = np.ascontiguousarray(np.asarray(out_row, np.float32)).view(np.uint32).astype(np.int64)
-        return int(self.model.nx.nx_qwen3_greedy(self.model._m, row))
+        return int(self.model.nx.nx_qwen3_greedy(self.model._model(), row))
 
     def close(self):
         if self.seq is not None:
