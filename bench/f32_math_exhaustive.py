@@ -45,7 +45,7 @@ import f32_math_support as fs  # noqa: E402
 def confirm(name, x_bits):
     """(ulp error against mpmath at 100 bits) of nx at one input, to check a float64 worst case."""
     import nxc
-    m = nxc.load(str(ROOT / fs.ROOT_NX))
+    m = nxc.load(fs.ROOT_NX)
     out = np.zeros(1, np.int64)
     m.batch_range(fs.SELECTOR[name], int(x_bits), out, 1)
     exact = fs.ref_mp(name, fs.f32(np.array([x_bits])))
@@ -113,7 +113,7 @@ def main(argv=None):
     if bad:
         ap.error(f"unknown function(s) {', '.join(bad)}; choose from {', '.join(fs.UNARY)}")
     import nxc
-    mod = nxc.load(str(ROOT / fs.ROOT_NX))
+    mod = nxc.load(fs.ROOT_NX)
     status = 0
     print(f"{'function':9s} {'inputs':>11s} {'max ulp':>8s} {'at':>11s} {'mpmath':>8s} {'> 0.5 ulp':>11s} "
           f"{'> 1 ulp':>8s} {'NaN bad':>8s} {'ns/call':>8s}", flush=True)

@@ -16,12 +16,13 @@ reference (100 bits) decides the borderline cases.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
 M32 = 0xFFFFFFFF
 NAN = 0x7FC00000
-ROOT_NX = "tests/nx/f32_math_batch.nx"
+ROOT_NX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nx", "f32_math_batch.nx")
 
 # name -> batch_range selector (tests/nx/f32_math_batch.nx)
 SELECTOR = {"rsqrt": 0, "log": 1, "exp2": 2, "sigmoid": 3, "silu": 4, "tanh": 5, "sin": 6, "cos": 7, "exp": 8}
