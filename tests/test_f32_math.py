@@ -21,7 +21,7 @@ SEED = int(os.environ.get("NX_NUMERICS_SEED", "20250701"))
 N_C = 12_000
 N_PY = 600
 # the max ulp error over all 2^32 inputs (docs/numerics.md section 5), rounded up
-BOUND = {"rsqrt": 0.51, "log": 0.51, "exp2": 0.53, "sigmoid": 0.53, "silu": 0.53, "tanh": 0.54,
+BOUND = {"rsqrt": 0.51, "log": 0.51, "exp2": 0.53, "sigmoid": 0.53, "silu": 0.53, "tanh": 0.55,
          "sin": 0.63, "cos": 0.63, "exp": 1.0, "pow": 1.0}
 FUNCS = ("rsqrt", "log", "exp2", "sigmoid", "silu", "tanh", "sin", "cos")
 
