@@ -81,6 +81,13 @@ def warm_up() -> None:
     _parser()
 
 
+def source_tokens(text: str) -> list[Token]:
+    """Every token of `text` as written, comments (LINE_COMMENT,
+    BLOCK_COMMENT) and line ends (NEWLINE) included, before the statement-end
+    pass: what nxc/tools/fmt.py renders. Raises lexer.LexError."""
+    return list(_parser().lexer.lex(text, keep_comments=True))
+
+
 def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """(terminal specs, LALR table) of grammar/nx.lark.
 
