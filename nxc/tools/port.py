@@ -27,7 +27,8 @@ class PageError(Exception):
     """A page that cannot be restored: which page, which line of the input."""
 
     def __init__(self, origin: str, line: int, message: str):
-        super().__init__(f"{origin}:{line}: error: {message}")
+        where = f"{origin}:{line}" if line else origin
+        super().__init__(f"{where}: error: {message}")
         self.origin, self.line, self.message = origin, line, message
 
 
@@ -41,23 +42,25 @@ class Page:
     body: list[str] = field(default_factory=list)    # source lines, numbers removed, collapsed
 
 
-def split_pages(text: str, origin: str) -> list[Page]:
-    """Every page in `text` (one or several pasted back to back).
-
-    Raises PageError for the first thing that breaks the format: a missing
-    header, numbering that is not 1, 2, 3, ..., or fewer lines than stated.
-    """
+def split_pages(text: str, origin: str) -> tuple[list[Page], PageError | None]:
+    """The pages in `text` (one or several pasted back to back), and the
+    first thing that breaks the format, if any: a missing header, numbering
+    that is not 1, 2, 3, ..., fewer lines than stated. The pages before a
+    broken one are still returned; nothing after it is."""
     raw = text.split("\n")
     if raw and raw[-1] == "":
         raw.pop()                 # a trailing newline added by an editor or a shell
     pages: list[Page] = []
     i = 0
-    while i < len(raw):
-        page, i = _read_page(raw, i, origin)
-        pages.append(page)
+    try:
+        while i < len(raw):
+            page, i = _read_page(raw, i, origin)
+            pages.append(page)
+    except PageError as exc:
+        return pages, exc
     if not pages:
-        raise PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')")
-    return pages
+        return pages, PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')")
+    return pages, None
 
 
 def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
@@ -188,8 +191,8 @@ class Restored:
         return len(self.text.encode("utf-8"))
 
 
-def read_pages(path: str, stdin=None) -> list[Page]:
-    """The pages of one input (`-` is stdin). Raises PageError."""
+def read_pages(path: str, stdin=None) -> tuple[list[Page], PageError | None]:
+    """The pages of one input (`-` is stdin) and its first error (see split_pages)."""
     origin = "<stdin>" if path == "-" else path
     try:
         if path == "-":
@@ -198,7 +201,7 @@ def read_pages(path: str, stdin=None) -> list[Page]:
             with open(path, "rb") as f:
                 data = f.read()
     except OSError as exc:
-        raise PageError(origin, 0, f"cannot read: {exc.strerror or exc}") from None
+        return [], PageError(origin, 0, f"cannot read: {exc.strerror or exc}")
     if isinstance(data, str):
         text = data
     else:
@@ -206,8 +209,8 @@ def read_pages(path: str, stdin=None) -> list[Page]:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            raise PageError(origin, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                                          f"{exc.start})") from None
+            return [], PageError(origin, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                                               f"{exc.start}); nothing restored from it")
     if text.startswith("\ufeff"):
         text = text[1:]
     return split_pages(text, origin)
@@ -227,3 +230,17 @@ def write_module(page: Page, out_dir: str, force: bool) -> Restored:
     with open(path, "w", encoding="utf-8", newline="") as f:
         f.write(text)
     return Restored(page, path, text, "written")
+
+
+_BLANKS = re.compile(r"[ \t\f\r\v]+")
+
+
+def page_of(name: str, text: str) -> str:
+    """The module page of a module's text (what `restore` inverts): for
+    writing test pages and for checking a restoration against its source."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    body = [f"{i}{_BLANKS.sub(' ', line).rstrip()}" for i, line in enumerate(lines, 1)]
+    head = f"{name} source\n↩ module page · {len(lines)} lines · {len(text.encode('utf-8'))} B\n"
+    return head + "\n".join(body)
