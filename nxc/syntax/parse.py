@@ -15,7 +15,7 @@ import pickle
 import re
 from functools import lru_cache
 
-from nxc.syntax import ast, lalr, lexer
+from nxc.syntax import ast, hints, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile
 from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
@@ -420,6 +420,10 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
         return pos, f"stray character {ch!r} in program", []
     tok = exc.token
     at_end = tok.type == "$END"
+    # A porting mistake (unclosed bracket, missing `{`, a C form) is named as such.
+    explained = hints.explain(src, hints.tokens_before(_parser().lexer, src.text, tok), tok, set(exc.expected))
+    if explained is not None:
+        return explained
     if at_end and postlex.open_brackets:
         opener = postlex.open_brackets[-1]
         close = _OPEN_TO_CLOSE[opener.value]
