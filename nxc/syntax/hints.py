@@ -172,13 +172,17 @@ def _c_form(src, before, tok, expected):
     if tok.type == "INT" and prev is not None and prev.value == "." and _adjacent(prev, tok) \
             and (prev2 is None or prev2.type not in ("NAME", "INT") and prev2.value not in (")", "]")):
         return _float_literal(src, prev, tok)
-    # `x++`, `x--`, `++x`
-    if tok.value in ("+", "-") and prev is not None and prev.value == tok.value and _adjacent(prev, tok):
-        op = tok.value * 2
-        word = "+" if op == "++" else "-"
-        target = sig[-2].value if len(sig) > 1 and sig[-2].type == "NAME" else "x"
-        return (_pos(src, prev), f"'{op}' is not a .nx operator: write '{target} = {target} {word} 1' "
-                                 f"(or '{target} {word}= 1')", [])
+    # `x++`, `x--`, `++x`; at the end of a line the operator does not end
+    # the statement, so the parser only stops at the next line's first token
+    for k in (1, 2):                       # the operator's second char: tok, or the last token
+        if len(sig) < k:
+            continue
+        first, second = sig[-k], (tok if k == 1 else sig[-1])
+        if first.value in ("+", "-") and second.value == first.value and _adjacent(first, second):
+            op = first.value * 2
+            target = sig[-k - 1].value if len(sig) > k and sig[-k - 1].type == "NAME" else "x"
+            return (_pos(src, first), f"'{op}' is not a .nx operator: write '{target} = {target} "
+                                      f"{first.value} 1' (or '{target} {first.value}= 1')", [])
     # `for (...)`, `for i in ...`: the statement starts with the name `for`
     start = _statement_start(sig)
     if start is not None and start.type == "NAME" and start.value == "for":

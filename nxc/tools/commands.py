@@ -19,7 +19,8 @@ def add_tool_parsers(sub, add_include) -> None:
                        description="Restore each module of each PAGE file (several pages may be pasted back to "
                                    "back; '-' reads stdin) into DIR, by the page rule (docs/porting.md). Then "
                                    "check each restored module; for every import that cannot be found, list the "
-                                   "names the module uses from it with the signatures their uses imply.")
+                                   "names the module uses from it with the signatures their uses imply. A PAGE that "
+                                   "is already a .nx module is only checked (with --stubs: stubbed).")
     p.add_argument("pages", nargs="+", metavar="PAGE")
     p.add_argument("-o", "--output", default=".", metavar="DIR", help="where to write the modules (default: .)")
     p.add_argument("--stubs", action="store_true",
@@ -75,12 +76,28 @@ def _render_errors(diagnostics) -> None:
 
 
 # ---------------------------------------------------------------- port
+def _is_page(path: str) -> bool:
+    from nxc.tools.port import is_page_header
+    try:
+        with open(path, "rb") as f:
+            first = f.readline().decode("utf-8", "replace")
+    except OSError:
+        return True             # let read_pages report it
+    return is_page_header(first)
+
+
 def cmd_port(args) -> int:
     from nxc.diagnostics import display_path
     from nxc.tools.port import read_pages, restore, write_module
     status = EXIT_OK
     restored = []
     for page_file in args.pages:
+        if page_file.endswith(".nx") and not args.check and not _is_page(page_file):
+            # already a module (restored earlier, or written by hand): only
+            # its imports are looked at, so --stubs serves any module
+            print(f"{display_path(page_file)}: a module, not a page: nothing to restore")
+            restored.append(page_file)
+            continue
         pages, error = read_pages(page_file, sys.stdin)
         for page in pages:
             size_line = (f"{page.name}: {len(page.body)} lines, {len(restore(page).encode('utf-8'))} B restored "

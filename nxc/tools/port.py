@@ -42,6 +42,11 @@ class Page:
     body: list[str] = field(default_factory=list)    # source lines, numbers removed, collapsed
 
 
+def is_page_header(line: str) -> bool:
+    """Whether `line` is a page's first line (`NAME.nx source`)."""
+    return _HEADER.match(line.strip().lstrip("\ufeff")) is not None
+
+
 def split_pages(text: str, origin: str) -> tuple[list[Page], PageError | None]:
     """The pages in `text` (one or several pasted back to back), and the
     first thing that breaks the format, if any: a missing header, numbering
