@@ -63,7 +63,8 @@ def test_info_json_of_a_module_with_structs_and_docs(tmp_path, capsys):
     info = json.loads(capsys.readouterr().out)
     assert info["header"] == {"genealogy_id": "g_1", "lineage_id": "l_1", "license_tier": "ORIGINAL"}
     assert info["lines"] == 29 and info["imports"] == ["nx_tier.nx"]
-    assert any(p.endswith("nx_tier.nx") for p in info["transitive_imports"])
+    assert [m["name"] for m in info["transitive_imports"]] == ["nx_tier.nx"]
+    assert info["transitive_imports"][0]["path"].endswith("nx_tier.nx")
     assert info["consts"] == [{"name": "NX_M_K", "type": "i64", "value": 18, "line": 9}]
     assert info["structs"] == [{"name": "NxM", "size": 24, "align": 8, "line": 11, "fields": [
         {"name": "a", "type": "i32", "offset": 0}, {"name": "p", "type": "*i64", "offset": 8},

@@ -9,6 +9,7 @@ line and the `if` that guards it.
 from __future__ import annotations
 
 import json
+import os
 
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics, display_path
@@ -58,7 +59,8 @@ def module_info(path: str, include: list[str] | None = None) -> dict:
     root = program.graph.root
     text = root.source.text
     lines = text.splitlines()
-    transitive = [display_path(m.source.path) for m in program.graph.modules if m is not root]
+    transitive = [{"name": os.path.basename(m.source.path), "path": display_path(m.source.path)}
+                  for m in program.graph.modules if m is not root]
     info: dict = {
         "module": display_path(root.source.path),
         "header": {k: root.header.get(k) for k in HEADER_KEYS},
@@ -103,7 +105,7 @@ def render(info: dict) -> str:
         out.append(f"  {k}: {v if v is not None else '(none)'}")
     out.append("imports: " + (", ".join(info["imports"]) or "(none)"))
     if info["transitive_imports"]:
-        out.append("  all modules it loads: " + ", ".join(info["transitive_imports"]))
+        out.append("  all modules it loads: " + ", ".join(m["name"] for m in info["transitive_imports"]))
     out.append(f"functions ({len(info['functions'])}):")
     for f in info["functions"]:
         out.append(f"  {f['signature']}   [line {f['line']}]")
