@@ -182,3 +182,22 @@ def test_folder_and_missing_path(tmp_path, capsys):
     assert (tmp_path / "sub" / "a.nx").read_text() == "const A: i64 = 1\n"
     assert main(["fmt", str(tmp_path / "nope")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def _generated_programs(count: int):
+    bench = os.path.join(os.path.dirname(__file__), "..", "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)
+    from gen_program import generate
+    return [generate(seed) for seed in range(count)]
+
+
+def test_generated_programs_are_fixed_points_and_messy_copies_come_back():
+    for seed, src in enumerate(_generated_programs(12)):
+        assert format_text(src) == src
+        out = format_text(_messy(src, seed))
+        assert format_text(out) == out
+        # the messy copy only differs by blanks, and by runs of blank lines
+        # (which come back as one blank line)
+        assert [line for line in out.splitlines() if line] == [line for line in src.splitlines() if line]
+        assert ast_of(out) == ast_of(src)

@@ -215,3 +215,44 @@ def test_inference_pins_types_from_known_functions_and_pointers(tmp_path, capsys
     assert "    func nx_ma_get(p: *i64, a1: i64) -> i64" in out
     assert "    func nx_ma_flag() -> bool" in out
     assert "nx_t.nx: checks (against stubs)" in out
+
+
+def test_two_missing_modules_share_out_the_names(tmp_path, capsys):
+    module = textwrap.dedent("""\
+        import "nx_f32.nx"
+        import "nx_tier.nx"
+        import "nx_rope.nx"
+        import "nx_kvq.nx"
+
+        func f(q: *i64, n: nx_int, h: *NxKvqHead, mode: NxRopeMode) -> i64 {
+            var acc: i64 = nx_f32_add(nx_rope_theta(n), NX_F32_ONE)
+            if n > NX_ROPE_MAX { return -1 }
+            if h.count >= n { return nx_kvq_err() }
+            h.scale = nx_f32_mul(acc, h.scale)
+            let p: *i64 = h.rows
+            p[0] = nx_kvq_quant(q[0], h.scale)
+            let t: *NxKvqHead = nx_kvq_next(h)
+            nx_rope_apply(q, n, mode, NX_ROPE_BASE)
+            while nx_kvq_more(t) {
+                acc = acc + t.count
+            }
+            return acc + (NX_KVQ_BITS as i64) + nx_unknown_thing
+        }
+        """)
+    (tmp_path / "nx_two.nx").write_text(module, encoding="utf-8")
+    assert main(["port", str(tmp_path / "nx_two.nx"), "--stubs"]) == 0
+    out = capsys.readouterr().out
+    rope, kvq = out.split('missing module "nx_rope.nx"')[1].split('missing module "nx_kvq.nx"')
+    for line in ("    func nx_rope_theta(n: i64) -> i64   [first use 7:31]",
+                 "    func nx_rope_apply(q: *i64, n: i64, mode: i64, a3: i64)   (result not used)",
+                 "    const NX_ROPE_MAX: i64   [first use 8:12]",
+                 "    type NxRopeMode   [first use 6:49]: used by value, so not a struct; i64 assumed",
+                 "        which missing module declares 'nx_unknown_thing' is a guess"):
+        assert line in rope
+    for line in ("    func nx_kvq_err() -> i64   [first use 9:30]",
+                 "    func nx_kvq_next(h: *NxKvqHead) -> *NxKvqHead   [first use 13:25]",
+                 "    func nx_kvq_more(t: *NxKvqHead) -> bool   [first use 15:11]",
+                 "    struct NxKvqHead { count: i64, scale: i64, rows: *i64 }   [first use 6:32]"):
+        assert line in kvq
+    assert "nx_two.nx: checks (against stubs)" in out
+    assert "return 0 as *NxKvqHead  // STUB: placeholder value" in (tmp_path / "nx_kvq.nx").read_text()

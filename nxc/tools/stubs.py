@@ -89,6 +89,7 @@ class MissingModule:
     structs: dict[str, MissingStruct] = field(default_factory=dict)
     consts: dict[str, MissingConst] = field(default_factory=dict)
     types: dict[str, MissingType] = field(default_factory=dict)
+    guessed: set[str] = field(default_factory=set)      # names put here for want of a better owner
 
     def names(self) -> set[str]:
         return set(self.funcs) | set(self.structs) | set(self.consts) | set(self.types)
@@ -188,7 +189,10 @@ def _owner(name: str, missing: list[MissingModule]) -> MissingModule:
         while n < min(len(a), len(b)) and a[n] == b[n]:
             n += 1
         return n
-    return max(missing, key=lambda m: (shared(m), -missing.index(m)))
+    best = max(missing, key=lambda m: (shared(m), -missing.index(m)))
+    if sum(1 for m in missing if shared(m) == shared(best)) > 1:
+        best.guessed.add(name)          # no module's name says more than another's
+    return best
 
 
 class _Inference:
@@ -471,6 +475,7 @@ def describe(report: StubReport) -> str:
             ret = f" -> {fn.ret.text}" if fn.returns_value else ""
             lines.append(f"    func {fn.name}({params}){ret}" + ("" if fn.returns_value else "   (result not used)")
                          + f"   [first use {fn.pos.line}:{fn.pos.col}]")
+            lines += _guess_note(m, fn.name)
             for i, slot in enumerate(fn.params):
                 if not slot.pinned:
                     lines.append(f"        argument {i + 1} does not pin its type (a literal or unknown): "
@@ -480,17 +485,26 @@ def describe(report: StubReport) -> str:
         for st in m.structs.values():
             fields = ", ".join(f"{n}: {s.text}" for n, s in st.fields.items())
             lines.append(f"    struct {st.name} {{ {fields} }}   [first use {st.pos.line}:{st.pos.col}]")
+            lines += _guess_note(m, st.name)
             for n, s in st.fields.items():
                 if not s.pinned:
                     lines.append(f"        field '{n}' does not pin its type: {s.text} assumed")
         for c in m.consts.values():
             lines.append(f"    const {c.name}: {c.slot.text}   [first use {c.pos.line}:{c.pos.col}]")
+            lines += _guess_note(m, c.name)
             if not c.slot.pinned:
                 lines.append(f"        its uses do not pin its type: {c.slot.text} assumed")
         for t in m.types.values():
             lines.append(f"    type {t.name}   [first use {t.pos.line}:{t.pos.col}]: used by value, "
                          f"so not a struct; {ASSUMED} assumed")
+            lines += _guess_note(m, t.name)
     return "\n".join(lines)
+
+
+def _guess_note(m: MissingModule, name: str) -> list[str]:
+    if name in m.guessed:
+        return [f"        which missing module declares '{name}' is a guess (no module name matches it better)"]
+    return []
 
 
 def write_stubs(report: StubReport, out_dir: str, force: bool = False) -> list[tuple[str, str]]:
