@@ -173,6 +173,7 @@ def cmd_emit(args) -> int:
 def _run_folder(args) -> int:
     """`nxc run DIR`: every gate under DIR, one after another; library modules are skipped."""
     import copy
+    from nxc.diagnostics import display_path
     status, ran = EXIT_OK, 0
     for path in _modules_of([args.file]):
         try:
@@ -186,9 +187,9 @@ def _run_folder(args) -> int:
         one.file = path
         ran += 1
         result = cmd_run(one)
-        print(f"{'PASS' if result == EXIT_OK else 'FAIL'} {path}", file=sys.stderr)
+        print(f"{'PASS' if result == EXIT_OK else 'FAIL'} {display_path(path)}", file=sys.stderr)
         status = status if result == EXIT_OK else EXIT_FAIL
-    if ran == 0:
+    if ran == 0 and status == EXIT_OK:
         print(f"nxc: error: no gate under {args.file}", file=sys.stderr)
         return EXIT_FAIL
     return status
