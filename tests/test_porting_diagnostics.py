@@ -131,3 +131,15 @@ def test_every_hint_is_a_diagnostic_never_a_traceback():
         with pytest.raises(CompileError) as info:
             parse_source(SourceFile("t.nx", text), Diagnostics())
         assert info.value.diagnostics[0].pos is not None
+
+
+def test_a_missing_module_names_the_tool_that_lists_what_it_must_provide(tmp_path):
+    path = tmp_path / "port.nx"
+    path.write_text('import "nx_f32_rmsnorm.nx"\n', encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        check_file(str(path), diags=Diagnostics())
+    (d,) = info.value.diagnostics
+    assert d.message.startswith('cannot find module "nx_f32_rmsnorm.nx"; looked in:')
+    assert d.notes[-1].pos is None
+    assert d.notes[-1].message.startswith("'nxc port --stubs ") and d.notes[-1].message.endswith(
+        "port.nx' lists what it uses from \"nx_f32_rmsnorm.nx\", with signatures, and writes a stub")
