@@ -14,7 +14,6 @@ import pytest
 from nxc.cli import main
 from nxc.diagnostics import Diagnostics, SourceFile
 from nxc.paths import bundled_dir
-from nxc.syntax import ast
 from nxc.syntax.parse import parse_source, source_tokens
 from nxc.tools.fmt import format_text
 

@@ -15,33 +15,18 @@ from nxc.diagnostics import Diagnostics
 from nxc.paths import bundled_dir
 from nxc.tools.port import page_of, restore, split_pages
 
-SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "seeds")
 BUNDLED = bundled_dir()
 SEED_NAMES = ("nx_f32_attn_paged.nx", "nx_f32_gqa_attention.nx")
-
-
-def seed_pages_dir() -> str:
-    for candidate in (os.environ.get("NXC_SEED_PAGES", ""), "/work/shared/seeds/pages",
-                      os.path.join(SEEDS, "pages")):
-        if candidate and os.path.isdir(candidate):
-            return candidate
-    return ""
+# The seeds' module pages exactly as received (copies of ../shared/seeds/pages/).
+PAGES = os.path.join(os.path.dirname(__file__), "pages")
 
 
 @pytest.fixture
 def seed_pages():
-    """The seeds' module pages as received; where they are not on this machine,
-    pages made from the bundled seeds (the same text but for the stated bytes)."""
-    folder = seed_pages_dir()
     out = {}
     for name in SEED_NAMES:
-        path = os.path.join(folder, name.replace(".nx", ".page.txt")) if folder else ""
-        if path and os.path.isfile(path):
-            with open(path, encoding="utf-8") as f:
-                out[name] = f.read()
-        else:
-            with open(os.path.join(BUNDLED, name), encoding="utf-8") as f:
-                out[name] = page_of(name, f.read())
+        with open(os.path.join(PAGES, name.replace(".nx", ".page.txt")), encoding="utf-8") as f:
+            out[name] = f.read()
     return out
 
 
@@ -62,9 +47,8 @@ def test_seed_pages_restore_byte_for_byte(tmp_path, seed_pages, capsys):
         assert (out_dir / name).read_bytes() == bundled(name)
     out = capsys.readouterr().out
     assert "nx_f32_attn_paged.nx: 100 lines, 3454 B restored" in out
-    assert "nx_f32_gqa_attention.nx: 103 lines, 4509 B restored" in out
-    if seed_pages_dir():
-        assert "nx_f32_attn_paged.nx: 100 lines, 3454 B restored (page: 3541 B)" in out
+    assert "nx_f32_attn_paged.nx: 100 lines, 3454 B restored (page: 3541 B)" in out
+    assert "nx_f32_gqa_attention.nx: 103 lines, 4509 B restored (page: 4560 B)" in out
     assert "out/nx_f32_attn_paged.nx: checks" in out
 
 

@@ -15,7 +15,6 @@ Built on nxc.syntax and nxc.check only.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 
 from nxc.check.checker import check_program, is_literal_expr
@@ -292,7 +291,7 @@ class _Inference:
                 owner = _owner(e.ident, self.missing)
                 if e.ident not in owner.funcs:
                     c = owner.consts.setdefault(e.ident, MissingConst(e.ident, e.pos))
-                    self.changed |= c.slot.offer(_value_type(want), True)
+                    self.changed |= c.slot.offer(want, True)
         elif isinstance(e, ast.Call):
             self.call(e, want, statement=False)
         elif isinstance(e, ast.Binary):
@@ -333,7 +332,7 @@ class _Inference:
                         if slot is None:
                             slot = st.fields[e.name] = Slot()
                             self.changed = True
-                        self.changed |= slot.offer(_value_type(want), True)
+                        self.changed |= slot.offer(want, True)
 
     def call(self, e: ast.Call, want: str | None, statement: bool) -> None:
         f = e.func
@@ -362,7 +361,7 @@ class _Inference:
                 if not fn.returns_value:
                     fn.returns_value = True
                     self.changed = True
-                self.changed |= fn.ret.offer(_value_type(want), True)
+                self.changed |= fn.ret.offer(want, True)
             return
         params = []
         sym = getattr(f, "sym", None) if isinstance(f, ast.Name) else None
@@ -377,10 +376,6 @@ def _strong(e) -> str | None:
     if e.ty is None or is_literal_expr(e) or isinstance(e.ty, StructType):
         return None
     return str(e.ty)
-
-
-def _value_type(want: str | None) -> str | None:
-    return want
 
 
 # ---------------------------------------------------------------- stub text
