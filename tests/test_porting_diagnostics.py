@@ -64,8 +64,15 @@ CASES = [
      "2:5: error: C declaration: write 'var x: i32 = 3' (or 'let' for a value that never changes)"),
     ("C float declaration",
      "func f() -> i64 {\n    float y = 0.5;\n    return 0\n}\n",
-     "2:5: error: C declaration: write 'var y: i64 = 0.5' (or 'let' for a value that never changes) "
-     "(a float is held as its float32 bit pattern in an i64)"),
+     "2:5: error: C declaration: write 'var y: i64 = 0x3F000000' (or 'let' for a value that never changes) "
+     "(a float is held as its float32 bit pattern in an i64: 0x3F000000 is 0.5)"),
+    ("C declaration of several type words",
+     "func f() -> i64 {\n    unsigned long n = 3;\n    return 0\n}\n",
+     "2:5: error: C declaration: write 'var n: u64 = 3' (or 'let' for a value that never changes)"),
+    ("C pointer declaration (parses as a product)",
+     "func f() -> i64 {\n    int *p = 0;\n    return 0\n}\n",
+     "2:5: error: undefined name 'int'; C declaration: write 'var p: *i32 = 0' (or 'let' for a value that "
+     "never changes)"),
     ("C for loop",
      "func f() -> i64 {\n    var s: i64 = 0\n    for (var i: i64 = 0; i < 3; i = i + 1) { s = s + i }\n    return s\n}\n",
      "3:5: error: 'for' is not a .nx statement: write the loop with 'while' "
@@ -143,3 +150,13 @@ def test_a_missing_module_names_the_tool_that_lists_what_it_must_provide(tmp_pat
     assert d.notes[-1].pos is None
     assert d.notes[-1].message.startswith("'nxc port --stubs ") and d.notes[-1].message.endswith(
         "port.nx' lists what it uses from \"nx_f32_rmsnorm.nx\", with signatures, and writes a stub")
+
+
+def test_one_letter_names_are_not_suggested_for_one_another(tmp_path):
+    text = "func f() -> i64 {\n    let q: i64 = 1\n    return p + q\n}\n"
+    assert first_error(text, tmp_path) == "3:12: error: undefined name 'p'"
+
+
+def test_a_variable_named_for_is_not_a_c_loop(tmp_path):
+    text = "func f() -> i64 {\n    var for: i64 = 0\n    for = 3 3\n    return for\n}\n"
+    assert first_error(text, tmp_path).startswith("3:13: error: unexpected an integer literal '3'")

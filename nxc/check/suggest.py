@@ -2,17 +2,21 @@
 
 A suggestion is only worth making for a slip of the keyboard: a name within
 a small edit distance (a quarter of its length, a transposition counting
-once), never one that merely shares a prefix (`nx_f32_rmsnorm` is not a typo
-of `nx_f32_min`). Among close names, the one from the same family (the
-longest run of shared `_`-separated words, e.g. the same module's prefix)
-wins. When nothing is close and the module has an import commented out
-whose name the missing name starts with, the message says so: that is how a
-port with a module we lack usually looks.
+once; names shorter than three letters only for a difference of case),
+never one that merely shares a prefix (`nx_f32_rmsnorm` is not a typo of
+`nx_f32_min`). Among close names, the one from the same family (the longest
+run of shared `_`-separated words, e.g. the same module's prefix) wins. When
+nothing is close and the module has an import commented out whose name the
+missing name starts like, the message says so: that is how a port with a
+module we lack usually looks. A C type name (`int *p = 0` parses as a
+product) gets the .nx declaration instead.
 """
 from __future__ import annotations
 
 import os
 import re
+
+from nxc.syntax.hints import C_TYPE_NAMES, c_declaration
 
 _COMMENTED_IMPORT = re.compile(r'^\s*//\s*import\s+"([^"]+)"', re.MULTILINE)
 
@@ -47,7 +51,8 @@ def _shared_words(a: str, b: str) -> int:
 
 
 def closest_name(name: str, candidates) -> str | None:
-    limit = max(1, len(name) // 4)
+    # one- and two-letter names are not typos of one another ('p' for 'f')
+    limit = max(1, len(name) // 4) if len(name) >= 3 else 0
     best = None
     for c in set(candidates):
         if c == name:
@@ -64,10 +69,16 @@ def closest_name(name: str, candidates) -> str | None:
 def suggest_undefined(name: str, candidates, pos=None) -> str:
     """The text after `undefined name 'x'`: `; did you mean 'y'?`, a note
     about a commented-out import it may come from, or nothing."""
+    text = getattr(getattr(pos, "file", None), "text", "") or ""
+    if name in C_TYPE_NAMES and text:
+        # `int *p = 0` parses (as int * p = 0): say what it was meant to be
+        line = pos.file.line_text(pos.line)[pos.col - 1:]
+        declaration = c_declaration(line)
+        if declaration is not None:
+            return f"; {declaration}"
     close = closest_name(name, candidates)
     if close is not None:
         return f"; did you mean '{close}'?"
-    text = getattr(getattr(pos, "file", None), "text", "") or ""
     for path in _COMMENTED_IMPORT.findall(text):
         stem = os.path.splitext(os.path.basename(path))[0]
         if _shared_words(name, stem) >= max(2, len(stem.split("_")) - 1) or \

@@ -26,6 +26,7 @@ _C_TYPES = {"int": "i32", "long": "i64", "short": "i16", "char": "i8", "unsigned
             "int16_t": "i16", "int32_t": "i32", "int64_t": "i64", "uint8_t": "u8", "uint16_t": "u16",
             "uint32_t": "u32", "uint64_t": "u64", "uintptr_t": "u64", "intptr_t": "i64"}
 _FLOAT_TYPES = {"float", "double"}
+C_TYPE_NAMES = frozenset(_C_TYPES)
 
 
 def tokens_before(lexer, text: str, tok: Token) -> list[Token]:
@@ -185,19 +186,20 @@ def _c_form(src, before, tok, expected):
                                       f"{first.value} 1' (or '{target} {first.value}= 1')", [])
     # `for (...)`, `for i in ...`: the statement starts with the name `for`
     start = _statement_start(sig)
-    if start is not None and start.type == "NAME" and start.value == "for":
+    after_start = None
+    if start is not None:
+        k = next(i for i in range(len(sig) - 1, -1, -1) if sig[i] is start)
+        after_start = sig[k + 1] if k + 1 < len(sig) else tok
+    if start is not None and start.type == "NAME" and start.value == "for" \
+            and (after_start.value == "(" or after_start.type == "NAME"):
         return (_pos(src, start), "'for' is not a .nx statement: write the loop with 'while' "
                                   "(var i: i64 = 0, then while i < n { ...; i = i + 1 })", [])
     # `int x = 3`: a C type name, then the name being declared
-    if start is not None and start.type == "NAME" and start.value in _C_TYPES and prev is start \
-            and tok.type == "NAME":
-        nx_type = _C_TYPES[start.value]
-        m = re.match(r"\s*=\s*(.*?)\s*;?\s*$", src.line_text(tok.line)[tok.column - 1 + len(tok.value):])
-        value = m.group(1) if m and m.group(1) and "//" not in m.group(1) else "..."
-        extra = (" (a float is held as its float32 bit pattern in an i64)" if start.value in _FLOAT_TYPES
-                 else "")
-        return (_pos(src, start), f"C declaration: write 'var {tok.value}: {nx_type} = {value}' (or 'let' for a "
-                                  f"value that never changes){extra}", [])
+    if start is not None and start.type == "NAME" and start.value in _C_TYPES and tok.type == "NAME":
+        line = src.line_text(start.line)[start.column - 1:]
+        suggestion = c_declaration(line)
+        if suggestion is not None:
+            return (_pos(src, start), suggestion, [])
     # `p->a`: C's field access through a pointer, inside a function body
     if tok.value == "->" and prev is not None and (prev.type == "NAME" or prev.value in (")", "]")):
         stack, _ = _bracket_state(before)
@@ -208,6 +210,43 @@ def _c_form(src, before, tok, expected):
             return (_pos(src, tok), f"'->' is C's field access through a pointer: .nx writes '{base}.{field}' "
                                     "(a field through a pointer is '.' too)", [])
     return None
+
+
+_C_DECL = re.compile(r"((?:(?:%s)\b\s*|\*\s*)+?)\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:=\s*(.*?))?\s*;?\s*(?://.*)?$"
+                     % "|".join(sorted(_C_TYPES, key=len, reverse=True)))
+
+
+def c_declaration(line: str) -> str | None:
+    """The message for a C declaration at the start of `line` (`int x = 3;`,
+    `unsigned long *p = 0;`), or None if it is not one. The checker uses it
+    too: `int *p = 0` parses (as a product), then `int` is undefined."""
+    m = _C_DECL.match(line)
+    if m is None or m.group(2) in _C_TYPES:
+        return None
+    words = m.group(1).replace("*", " * ").split()
+    value = m.group(3) or "..."
+    extra = ""
+    if _FLOAT_TYPES & set(words):
+        extra = " (a float is held as its float32 bit pattern in an i64)"
+        bits = _f32_bits(value.rstrip("fF"))
+        if bits is not None:
+            extra = f" (a float is held as its float32 bit pattern in an i64: 0x{bits:08X} is {value})"
+            value = f"0x{bits:08X}"
+    return (f"C declaration: write 'var {m.group(2)}: {_c_type(words)} = {value}' (or 'let' for a value "
+            f"that never changes){extra}")
+
+
+def _c_type(words: list[str]) -> str:
+    """`unsigned long *` -> `*u64`: the .nx type of a C declaration's type words."""
+    stars = "*" * words.count("*")
+    names = [w for w in words if w != "*"]
+    if "unsigned" in names or "signed" in names:
+        rest = [w for w in names if w not in ("unsigned", "signed")]
+        base = _C_TYPES[rest[-1]] if rest else "i32"
+        base = ("u" if "unsigned" in names else "i") + base[1:]
+    else:
+        base = _C_TYPES[names[-1]]
+    return stars + base
 
 
 def _adjacent(a: Token, b: Token) -> bool:
@@ -240,14 +279,18 @@ def _ends_line(t: Token) -> bool:
                                                                 "break", "continue")
 
 
+def _f32_bits(literal: str) -> int | None:
+    """The float32 bit pattern of a decimal literal, or None if it is not one."""
+    try:
+        return struct.unpack(">I", struct.pack(">f", float(literal)))[0]
+    except (ValueError, OverflowError):
+        return None
+
+
 def _float_literal(src, first: Token, last: Token):
     text = src.line_text(first.line)[first.column - 1: last.column - 1 + len(last.value)]
-    literal = text.rstrip("fF")
-    try:
-        bits = struct.unpack(">I", struct.pack(">f", float(literal)))[0]
-        example = f"0x{bits:08X} for {text}"
-    except (ValueError, OverflowError):
-        example = "0x3FC00000 for 1.5"
+    bits = _f32_bits(text.rstrip("fF"))
+    example = f"0x{bits:08X} for {text}" if bits is not None else "0x3FC00000 for 1.5"
     return (Pos(src, first.line, first.column),
             f"float literals do not exist in .nx: a float32 is its bit pattern in an i64 "
             f"({example}), or convert an integer with nx_i32_to_f32", [])
