@@ -240,3 +240,21 @@ def test_two_missing_modules_share_out_the_names(tmp_path, capsys):
         assert line in kvq
     assert "nx_two.nx: checks (against stubs)" in out
     assert "return 0 as *NxKvqHead  // STUB: placeholder value" in (tmp_path / "nx_kvq.nx").read_text()
+
+
+def test_a_missing_name_assigned_to_is_a_global_variable(tmp_path, capsys):
+    (tmp_path / "nx_g.nx").write_text(textwrap.dedent("""\
+        import "nx_gmiss.nx"
+
+        func f(p: *i64) -> i64 {
+            nx_g_count = nx_g_count + 1
+            nx_g_buf = p
+            return nx_g_count + NX_G_K
+        }
+        """), encoding="utf-8")
+    assert main(["port", str(tmp_path / "nx_g.nx"), "--stubs"]) == 0
+    out = capsys.readouterr().out
+    assert "    var nx_g_count: i64   [first use 4:5]\n    var nx_g_buf: *i64   [first use 5:5]\n" in out
+    assert "    const NX_G_K: i64   [first use 6:25]" in out
+    stub = (tmp_path / "nx_gmiss.nx").read_text()
+    assert "var nx_g_buf: *i64 = 0 as *i64  // STUB: placeholder value" in stub

@@ -68,9 +68,15 @@ class MissingStruct:
 
 @dataclass
 class MissingConst:
+    """A missing value: a constant, or a global variable if the code assigns to it."""
     name: str
     pos: Pos
     slot: Slot = field(default_factory=Slot)
+    assigned: bool = False
+
+    @property
+    def keyword(self) -> str:
+        return "var" if self.assigned else "const"
 
 
 @dataclass
@@ -269,6 +275,10 @@ class _Inference:
         elif isinstance(s, ast.Assign):
             self.expr(s.target, _strong(s.value))
             self.expr(s.value, _strong(s.target))
+            if isinstance(s.target, ast.Name) and self.is_missing(s.target):
+                c = _owner(s.target.ident, self.missing).consts.get(s.target.ident)
+                if c is not None and not c.assigned:
+                    c.assigned = self.changed = True
         elif isinstance(s, ast.If):
             self.expr(s.cond, "bool")
             self.stmt(s.then)
@@ -404,8 +414,11 @@ def stub_text(m: MissingModule, root: ast.Module) -> str:
                   for name, slot in st.fields.items()] or ["    _stub_unused: i64  // STUB: no field is accessed"]
         out += [f"struct {st.name} {{", *fields, "}", ""]
     for c in m.consts.values():
-        ty = c.slot.text if not c.slot.text.startswith("*") else ASSUMED
-        out.append(f"const {c.name}: {ty} = 0  // STUB: placeholder value")
+        if c.assigned:
+            out.append(f"var {c.name}: {c.slot.text} = {_placeholder(c.slot.text)}  // STUB: placeholder value")
+        else:
+            ty = c.slot.text if not c.slot.text.startswith("*") else ASSUMED
+            out.append(f"const {c.name}: {ty} = 0  // STUB: placeholder value")
     if m.consts:
         out.append("")
     for fn in m.funcs.values():
@@ -485,7 +498,7 @@ def describe(report: StubReport) -> str:
                 if not s.pinned:
                     lines.append(f"        field '{n}' does not pin its type: {s.text} assumed")
         for c in m.consts.values():
-            lines.append(f"    const {c.name}: {c.slot.text}   [first use {c.pos.line}:{c.pos.col}]")
+            lines.append(f"    {c.keyword} {c.name}: {c.slot.text}   [first use {c.pos.line}:{c.pos.col}]")
             lines += _guess_note(m, c.name)
             if not c.slot.pinned:
                 lines.append(f"        its uses do not pin its type: {c.slot.text} assumed")
