@@ -258,3 +258,15 @@ def test_a_missing_name_assigned_to_is_a_global_variable(tmp_path, capsys):
     assert "    const NX_G_K: i64   [first use 6:25]" in out
     stub = (tmp_path / "nx_gmiss.nx").read_text()
     assert "var nx_g_buf: *i64 = 0 as *i64  // STUB: placeholder value" in stub
+
+
+def test_a_page_longer_than_it_states_is_an_error():
+    page = page_of("nx_l.nx", "const A: i64 = 1\nconst B: i64 = 2\n").replace("· 2 lines", "· 1 lines")
+    pages, error = split_pages(page, "l.page.txt")
+    assert [p.name for p in pages] == ["nx_l.nx"]
+    assert str(error) == "l.page.txt:4: error: nx_l.nx: the page states 1 line but line 2 follows"
+
+
+def test_blank_lines_between_pasted_pages_are_allowed(seed_pages):
+    pages, error = split_pages("\n\n".join(seed_pages.values()) + "\n\n", "both")
+    assert error is None and [restore(p).encode() for p in pages] == [bundled(n) for n in SEED_NAMES]

@@ -59,6 +59,12 @@ def split_pages(text: str, origin: str) -> tuple[list[Page], PageError | None]:
     i = 0
     try:
         while i < len(raw):
+            if not raw[i].strip():
+                i += 1                # blank lines between pasted pages
+                continue
+            if pages and raw[i].startswith(str(pages[-1].lines + 1)):
+                raise PageError(origin, i + 1, f"{pages[-1].name}: the page states {_lines(pages[-1].lines)} "
+                                               f"but line {pages[-1].lines + 1} follows")
             page, i = _read_page(raw, i, origin)
             pages.append(page)
     except PageError as exc:
@@ -66,6 +72,10 @@ def split_pages(text: str, origin: str) -> tuple[list[Page], PageError | None]:
     if not pages:
         return pages, PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')")
     return pages, None
+
+
+def _lines(n: int) -> str:
+    return f"{n} line{'s' if n != 1 else ''}"
 
 
 def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
@@ -79,7 +89,7 @@ def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
     j = i + 2
     for number in range(1, page.lines + 1):
         if j >= len(raw):
-            raise PageError(origin, j, f"{page.name}: the page states {page.lines} lines but ends after "
+            raise PageError(origin, j, f"{page.name}: the page states {_lines(page.lines)} but ends after "
                                        f"line {number - 1}")
         line = raw[j]
         prefix = str(number)
