@@ -74,6 +74,22 @@ class FunctionEmitterBase(ast.NodeVisitor):
         return self.order.is_stable(e)
 
 
+def strip_outer_parens(text: str) -> str:
+    """Drop one pair of parentheses around the whole text (a statement or a
+    condition needs none): `(a + b)` -> `a + b`, but `(a) + (b)` stays."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0 and i != len(text) - 1:
+                    return text
+        return text[1:-1]
+    return text
+
+
 class CapturesMixin:
     """The emitted module's record of what each gate return's guard captures."""
     captures: dict[int, list[CapturedOperand]]

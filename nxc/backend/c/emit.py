@@ -29,7 +29,7 @@ from nxc.check.program import Function, Program
 from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name, unboxed_locals
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
 from nxc.lower.plan import plan_program
-from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase
+from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase, strip_outer_parens
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -224,8 +224,7 @@ class FunctionEmitter(FunctionEmitterBase):
 
     # ---- expressions ----
     def cond(self, e: ast.Expr) -> str:
-        text = self.expr(e)
-        return text[1:-1] if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]) else text
+        return strip_outer_parens(self.expr(e))
 
     def expr(self, e: ast.Expr) -> str:
         if self.const(e) is not None and not isinstance(self.ty(e), PointerType):
@@ -383,18 +382,6 @@ class FunctionEmitter(FunctionEmitterBase):
 
 def _is_stable_place(e: ast.Expr) -> bool:
     return isinstance(e, ast.Name)
-
-
-def _balanced(s: str) -> bool:
-    depth = 0
-    for ch in s:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def _c_string(s: str) -> str:

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import keyword
 import os
-import re
 from dataclasses import dataclass, field
 
 
@@ -46,84 +45,17 @@ from nxc.check.externs import f32_primitives
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
 from nxc.lower.plan import plan_program
 from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase
+from nxc.backend.py.arith import ArithEmitter
+from nxc.backend.py.memory import MemoryEmitter
+from nxc.backend.py.values import M64, literal, py_int, simple, strip, type_key, wrap_text  # noqa: F401 - type_key: run.py imports it from here
 from nxc.backend.skeleton import template
-from nxc.check.types import BoolType, IntType, PointerType, Type
-
-M64 = (1 << 64) - 1
+from nxc.check.types import BoolType, IntType, PointerType
 
 # Names the generated code uses for itself; nx names never take them.
 _HELPERS = {"_SH", "_ld", "_st", "_a", "_p", "_t", "_r", "_d", "_rt", "_SITES", "_FILES", "_nx_f32", "_nx_mem",
             "_nx_runtime", "_nx_module_main", "_sys"} | {f"_c{k}" for k in range(CAPTURE_SLOTS)} | {f"_V{c}" for c in "bBhHiIqQz"} \
     | {f"_{op}_{s}{b}" for op in ("div", "rem") for s in "iu" for b in (8, 16, 32, 64)}
 RESERVED = set(keyword.kwlist) | set(getattr(keyword, "softkwlist", ())) | _HELPERS | {"print"}
-
-_VIEW = {(8, True): ("_Vb", 0), (8, False): ("_VB", 0), (16, True): ("_Vh", 1), (16, False): ("_VH", 1),
-         (32, True): ("_Vi", 2), (32, False): ("_VI", 2), (64, True): ("_Vq", 3), (64, False): ("_VQ", 3)}
-
-
-def type_key(t: Type) -> str:
-    """The runtime's name for the type of an access (nx_memory.FORMATS)."""
-    if isinstance(t, PointerType):
-        return "ptr"
-    if isinstance(t, BoolType):
-        return "bool"
-    return str(t)
-
-
-def _view(t: Type, canonical: bool = True) -> tuple[str, int]:
-    """(view name, log2 size) for loads/stores of t; non-canonical stores use the unsigned view."""
-    if isinstance(t, PointerType):
-        return "_VQ", 3
-    if isinstance(t, BoolType):
-        return "_Vz", 0
-    return _VIEW[(t.bits, t.signed and canonical)]
-
-
-def py_int(v: int) -> str:
-    if -4096 <= v <= 65535:
-        return str(v)
-    return f"-0x{-v:X}" if v < 0 else f"0x{v:X}"
-
-
-def literal(value: int, t: Type) -> str:
-    if isinstance(t, BoolType):
-        return "True" if value else "False"
-    return py_int(value)
-
-
-def wrap_text(text: str, t: Type) -> str:
-    """Canonical value of type t from a ring value `text`."""
-    if not isinstance(t, IntType):
-        return text
-    if not t.signed:
-        return f"({text} & {py_int(t.mask)})"
-    h = 1 << (t.bits - 1)
-    return (f"(_r if {py_int(-h)} <= (_r := {text}) < {py_int(h)} "
-            f"else ((_r + {py_int(h)}) & {py_int(t.mask)}) - {py_int(h)})")
-
-
-def to_signed_text(text: str, t: IntType) -> str:
-    """Signed value of type t from an unsigned value of the same width (already in range)."""
-    h = 1 << (t.bits - 1)
-    if _simple(text):
-        return f"({text} if {text} < {py_int(h)} else {text} - {py_int(1 << t.bits)})"
-    return f"(_r if (_r := {text}) < {py_int(h)} else _r - {py_int(1 << t.bits)})"
-
-
-def _strip(text: str) -> str:
-    """Drop one pair of redundant outer parentheses (statement level)."""
-    if text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(text):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0 and i != len(text) - 1:
-                    return text
-        return text[1:-1]
-    return text
-
 
 @dataclass
 class EmittedPy(CapturesMixin):
@@ -156,7 +88,7 @@ class _Namer:
         return out
 
 
-class FunctionEmitter(FunctionEmitterBase):
+class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
     """Writes one function: statements as lines, expressions as text."""
 
     def __init__(self, module: "ModuleEmitter", fn: Function, gate: bool):
@@ -215,7 +147,7 @@ class FunctionEmitter(FunctionEmitterBase):
         self.stmt_site = saved
 
     def visit_VarDecl(self, s: ast.VarDecl) -> None:
-        self.emit(f"{self.local[self.sym(s).unique or self.sym(s).name]} = {_strip(self.value(s.value))}", s.pos.line)
+        self.emit(f"{self.local[self.sym(s).unique or self.sym(s).name]} = {strip(self.value(s.value))}", s.pos.line)
 
     def visit_Assign(self, s: ast.Assign) -> None:
         target, value = s.target, s.value
@@ -225,7 +157,7 @@ class FunctionEmitter(FunctionEmitterBase):
                 if s in self.fplan.no_wrap:         # a loop counter below its bound: no overflow
                     self.emit(f"{self.assigned_name(target)} += 1", line)
                     return
-                self.emit(f"{self.assigned_name(target)} = {_strip(self.value(value))}", line)
+                self.emit(f"{self.assigned_name(target)} = {strip(self.value(value))}", line)
             else:
                 self.emit(self.store(target, value), line)
             return
@@ -236,21 +168,21 @@ class FunctionEmitter(FunctionEmitterBase):
             return
         vtext, vcanon = self.ex(value)
         if self.has_call(value):
-            self.emit(f"_t = {_strip(vtext)}", line)
+            self.emit(f"_t = {strip(vtext)}", line)
             vtext = "_t"
         if isinstance(target, ast.Name):
             name = self.assigned_name(target)
             text, canon = self.arith(op, t, name, True, vtext, vcanon, value, s.pos)
-            self.emit(f"{name} = {_strip(text if canon else wrap_text(text, t))}", line)
+            self.emit(f"{name} = {strip(text if canon else wrap_text(text, t))}", line)
             return
         # the value before the place (a call in the place may change a global the value names)
-        if vtext != "_t" and (not _simple(vtext) or self.has_call(target)):
-            self.emit(f"_t = {_strip(vtext)}", line)
+        if vtext != "_t" and (not simple(vtext) or self.has_call(target)):
+            self.emit(f"_t = {strip(vtext)}", line)
             vtext = "_t"
         addr, need_mask = self.address(target)
         if need_mask:
             addr = f"({addr}) & {py_int(M64)}"
-        self.emit(f"_p = {_strip(addr)}", line)
+        self.emit(f"_p = {strip(addr)}", line)
         old = self.load_at("_p", self.ty(target), target.pos, fixed=True)
         text, canon = self.arith(op, t, old, True, vtext, vcanon, value, s.pos)
         self.emit(self.store_at("_p", self.ty(target), target.pos, text, canon, fixed=True), line)
@@ -265,7 +197,7 @@ class FunctionEmitter(FunctionEmitterBase):
                 chain = f"(_c{slot} := {chain})"
             self.emit(f"{prefix} {chain} or {self.cond(s.cond)}:", s.pos.line)
         else:
-            self.emit(f"{prefix} {_strip(self.cond(s.cond))}:", s.pos.line)
+            self.emit(f"{prefix} {strip(self.cond(s.cond))}:", s.pos.line)
         self.block(s.then)
         if isinstance(s.orelse, ast.If):
             saved = self.stmt_site
@@ -278,7 +210,7 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def visit_While(self, s: ast.While) -> None:
         c = s.cond
-        text = "True" if self.const(c) is not None and self.const(c) != 0 else _strip(self.cond(c))
+        text = "True" if self.const(c) is not None and self.const(c) != 0 else strip(self.cond(c))
         self.emit(f"while {text}:", s.pos.line)
         self.block(s.body)
 
@@ -292,7 +224,7 @@ class FunctionEmitter(FunctionEmitterBase):
         if s.value is None:
             self.emit("return", s.pos.line)
             return
-        v = _strip(self.value(s.value))
+        v = strip(self.value(s.value))
         if self.gate and self.site_of(s) is not None:
             slots = self.fplan.site_slots.get(self.site_of(s))
             record = ""
@@ -310,7 +242,7 @@ class FunctionEmitter(FunctionEmitterBase):
         if isinstance(e, ast.Call):
             self.emit(self.call(e), s.pos.line)
         else:
-            self.emit(_strip(self.value(e)), s.pos.line)
+            self.emit(strip(self.value(e)), s.pos.line)
 
     def visit_Block(self, s: ast.Block) -> None:
         n = len(self.lines)
@@ -328,7 +260,7 @@ class FunctionEmitter(FunctionEmitterBase):
             text, canon = self.visit(e)
         slot = self.capture_slot.get(e)
         if slot is not None:            # a gate guard's operand: record its value
-            return f"(_c{slot} := {_strip(text if canon else wrap_text(text, self.ty(e)))})", True
+            return f"(_c{slot} := {strip(text if canon else wrap_text(text, self.ty(e)))})", True
         return text, canon
 
     def value(self, e: ast.Expr) -> str:
@@ -419,103 +351,6 @@ class FunctionEmitter(FunctionEmitterBase):
         rt, rc = self.ex(e.right)
         return self.arith(op, self.ty(e), lt, lc, rt, rc, e.right, e.pos)
 
-    def raw_pointer_compare(self, e: ast.Binary) -> str | None:
-        """`(p as i64) == 0`, `(p as i64) == (q as i64)`: the cast is one-to-one, compare addresses."""
-        def ptr_cast(x):
-            return (isinstance(x, ast.Cast) and isinstance(self.ty(x.expr), PointerType)
-                    and isinstance(self.ty(x), IntType) and self.ty(x).bits == 64)
-        l, r = e.left, e.right
-        if l in self.capture_slot or r in self.capture_slot:
-            return None
-        if ptr_cast(l) and ptr_cast(r):
-            return f"({self.value(l.expr)} {e.op} {self.value(r.expr)})"
-        if ptr_cast(l) and self.const(r) is not None:
-            return f"({self.value(l.expr)} {e.op} {py_int(self.const(r) & M64)})"
-        if ptr_cast(r) and self.const(l) is not None:
-            return f"({py_int(self.const(l) & M64)} {e.op} {self.value(r.expr)})"
-        return None
-
-    def arith(self, op: str, t: IntType, a: str, ac: bool, b: str, bc: bool, bnode: ast.Expr, pos):
-        """`a op b` in type t; a and b are texts (canonical when ac / bc). -> (text, canonical).
-
-        For / % >> the caller passes a canonical `a`."""
-        w = t.bits
-        bconst = self.const(bnode) if bnode is not None and not isinstance(self.ty(bnode), PointerType) else None
-        if op in ("+", "-", "*"):
-            return f"({a} {op} {b})", False
-        if op == "&":
-            canon = (ac and bc) or (bconst is not None and bconst >= 0)
-            return f"({a} & {b})", canon
-        if op in ("|", "^"):
-            return f"({a} {op} {b})", ac and bc
-        if op == "<<":
-            if bconst is not None:
-                k = bconst & (w - 1)
-                return (a, ac) if k == 0 else (f"({a} << {k})", False)
-            return f"({a} << ({b} & {w - 1}))", False
-        if op == ">>":
-            if bconst is not None:
-                k = bconst & (w - 1)
-                return (a, True) if k == 0 else (f"({a} >> {k})", True)
-            return f"({a} >> ({b} & {w - 1}))", True
-        if op in ("/", "%"):
-            if not bc:
-                b = wrap_text(b, self.ty(bnode))
-            return self.divide(op, t, a, b, bconst, pos), True
-        raise ValueError(op)
-
-    def divide(self, op: str, t: IntType, a: str, b: str, c: int | None, pos) -> str:
-        if c is not None and c > 0:
-            if not t.signed:
-                if c & (c - 1) == 0:
-                    k = c.bit_length() - 1
-                    return f"({a} >> {k})" if op == "/" else f"({a} & {py_int(c - 1)})"
-                return f"({a} {'//' if op == '/' else '%'} {py_int(c)})"
-            if c == 1:
-                return a if op == "/" else f"({a} and 0)"
-            pyop = "//" if op == "/" else "%"
-            if _simple(a):
-                return f"({a} {pyop} {py_int(c)} if {a} >= 0 else -(-{a} {pyop} {py_int(c)}))"
-            return f"(_d {pyop} {py_int(c)} if (_d := {a}) >= 0 else -(-_d {pyop} {py_int(c)}))"
-        what = "div" if op == "/" else "rem"
-        fn = f"_{what}_{'i' if t.signed else 'u'}{t.bits}"
-        site = self.site(pos, what)
-        return f"{fn}({_strip(a)}, {_strip(b)}, {site})"
-
-    def visit_Cast(self, e: ast.Cast):
-        src, dst = self.ty(e.expr), self.ty(e)
-        if src == dst:
-            return self.ex(e.expr)
-        if isinstance(dst, BoolType):
-            return f"({self.value(e.expr)} != 0)", True
-        if isinstance(src, BoolType):
-            return f"(1 if {self.value(e.expr)} else 0)", True
-        if isinstance(dst, PointerType):
-            if isinstance(src, PointerType):
-                return self.ex(e.expr)
-            if self.const(e.expr) is not None:
-                return py_int(self.const(e.expr) & M64), True
-            if not src.signed and src.bits <= 64:       # zero-extension: the value is the address
-                return self.value(e.expr), True
-            if src.bits == 64:
-                return f"({self.ring(e.expr)} & {py_int(M64)})", True
-            return f"({self.value(e.expr)} & {py_int(M64)})", True
-        if isinstance(src, PointerType):                # address -> integer: truncate
-            text = self.value(e.expr)
-            if dst.bits == 64:
-                return (to_signed_text(text, dst) if dst.signed else text), True
-            return wrap_text(text, dst), True
-        # integer -> integer
-        if dst.bits > src.bits or (dst.bits == src.bits and dst.signed == src.signed):
-            v = self.value(e.expr)
-            if src.signed and not dst.signed:
-                return f"({v} & {py_int(dst.mask)})", True
-            return v, True                              # same value (extension)
-        text, canon = self.ex(e.expr)
-        if canon and dst.bits == src.bits and dst.signed and not src.signed:
-            return to_signed_text(text, dst), True      # same width, unsigned -> signed
-        return wrap_text(text, dst), True               # truncation or same-width sign change
-
     def visit_Call(self, e: ast.Call):
         return self.call(e), True
 
@@ -523,9 +358,9 @@ class FunctionEmitter(FunctionEmitterBase):
         sym = self.sym(e.func)
         name = self.m.func_names[sym.name]
         if sym.kind == "extern" and sym.name in self.m.f32:
-            args = [_strip(self.ring(a)) for a in e.args]
+            args = [strip(self.ring(a)) for a in e.args]
         else:
-            args = [_strip(self.value(a)) for a in e.args]
+            args = [strip(self.value(a)) for a in e.args]
         if sym.kind == "extern" and sym.name in ("sys_mmap", "sys_munmap", "sys_write"):
             args.append(str(self.site(e.pos, sym.name[4:])))
         return f"{name}({', '.join(args)})"
@@ -535,85 +370,6 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def visit_FieldAccess(self, e: ast.FieldAccess):
         return self.load(e), True
-
-    # ---- memory ----
-    def address(self, place: ast.Expr) -> tuple[str, bool]:
-        """(address text, needs a 64-bit mask) of a memory place."""
-        if isinstance(place, ast.Index):
-            base = self.value(place.base)
-            size = _size(self.ty(place))
-            idx = place.index
-            if self.const(idx) is not None:
-                off = self.const(idx) * size
-                if off == 0:
-                    return base, False
-                return (f"({base} + {py_int(off)})" if off > 0 else f"({base} - {py_int(-off)})"), \
-                    off < 0
-            # A 64-bit ring index (t * n + d, unwrapped) or a u64 index can take the
-            # address out of [0, 2^64): mask it (C's pointer arithmetic wraps). A
-            # canonical i64 index only can when |i| >= 2^61 (pointer overflow,
-            # undefined in C); that ends in describe_access's wrap-around message.
-            i, canon = self.ex(idx)
-            mask = self.ty(idx).bits == 64 and (not canon or not self.ty(idx).signed)
-            if not canon and self.ty(idx).bits < 64:
-                i = wrap_text(i, self.ty(idx))
-            return (f"({base} + {i})" if size == 1 else f"({base} + {i} * {size})"), mask
-        if isinstance(place, ast.FieldAccess):
-            st = self.ty(place.base).target if self.info.through_pointer(place) else self.ty(place.base)
-            off = st.field(place.name).offset
-            if self.info.through_pointer(place):
-                base, mask = self.value(place.base), False
-            else:
-                base, mask = self.address(place.base)
-            return (f"({base} + {off})" if off else base), mask
-        if isinstance(place, ast.Unary) and place.op == "*":
-            return self.value(place.operand), False
-        raise TypeError(f"not a memory place: {type(place).__name__}")
-
-    def load(self, place: ast.Expr) -> str:
-        addr, mask = self.address(place)
-        if mask:
-            addr = f"{addr} & {py_int(M64)}"
-        return self.load_at(_strip(addr), self.ty(place), place.pos)
-
-    def load_at(self, addr: str, t: Type, pos, fixed: bool = False) -> str:
-        view, shift = _view(t)
-        var, check, idx, size, site = self.access(addr, t, pos, "r", shift, fixed)
-        return f"({view}[{idx}] if {check} & {size} else _ld({var}, {site}))"
-
-    def access(self, addr: str, t: Type, pos, mode: str, shift: int, fixed: bool):
-        """The pieces of a checked access: (address variable, shadow check,
-        element index, access size, fault site)."""
-        site = self.site(pos, mode, type_key(t))
-        var = addr if fixed else "_a"
-        check = f"_SH[{addr}]" if fixed else f"_SH[(_a := {addr})]"
-        idx = var if shift == 0 else f"{var} >> {shift}"
-        return var, check, idx, 1 << shift, site
-
-    def store(self, place: ast.Expr, value: ast.Expr) -> str:
-        text, canon = self.ex(value)
-        addr, mask = self.address(place)
-        if mask:
-            addr = f"{addr} & {py_int(M64)}"
-        return self.store_at(_strip(addr), self.ty(place), place.pos, text, canon)
-
-    def store_at(self, addr: str, t: Type, pos, text: str, canon: bool, fixed: bool = False) -> str:
-        if isinstance(t, IntType) and not canon:
-            text = f"{text} & {py_int(t.mask)}"
-            view, shift = _view(t, canonical=False)
-        else:
-            view, shift = _view(t)
-        var, check, idx, size, site = self.access(addr, t, pos, "w", shift, fixed)
-        return f"{view}[{idx} if {check} & {size} else _st({var}, {site})] = {_strip(text)}"
-
-
-def _simple(text: str) -> bool:
-    return re.fullmatch(r"-?[A-Za-z_][A-Za-z0-9_]*|-?[0-9]+|-?0x[0-9A-Fa-f]+", text) is not None
-
-
-def _size(t: Type) -> int:
-    return t.size
-
 
 def _where(pos) -> tuple:
     return (pos.file.path, pos.line, pos.col)
