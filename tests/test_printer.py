@@ -117,6 +117,7 @@ def test_whole_module_text():
     source = textwrap.dedent("""\
         // module: printer_sample
         import "nx_syscalls.nx"
+        import "nx_tier.nx"
         const N = 4
         const M: u8 = 0xFF   // comments are not in the AST
         type Word = *u64
@@ -134,9 +135,9 @@ def test_whole_module_text():
         // module: printer_sample
 
         import "nx_syscalls.nx"
+        import "nx_tier.nx"
 
         const N = 4
-
         const M: u8 = 0xFF
 
         type Word = *u64

@@ -17,6 +17,7 @@ class FunctionEmitterBase(ast.NodeVisitor):
     holds) and the `visit_<Class>` methods."""
 
     TEMP_PREFIX = "nx_t"
+    INDENT = "    "
 
     def __init__(self, program: Program, fn: Function, gate: bool):
         self.program = program
@@ -39,6 +40,10 @@ class FunctionEmitterBase(ast.NodeVisitor):
     # ---- output ----
     def emit(self, text: str, line: int | None = None) -> None:   # pragma: no cover - abstract
         raise NotImplementedError
+
+    def indentation(self, depth: int | None = None) -> str:
+        """The leading white space of a line at `depth` (default: the current one)."""
+        return self.INDENT * (self.depth if depth is None else depth)
 
     def new_temp(self, type_text: str) -> str:
         """A fresh temporary of the function, of the given (backend) type."""

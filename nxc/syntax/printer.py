@@ -166,13 +166,23 @@ def _annotation(t) -> str:
     return "" if t is None else f": {type_text(t)}"
 
 
+def _one_line(item) -> bool:
+    return isinstance(item, (ast.Import, ast.ConstDecl, ast.TypeAlias, ast.GlobalDecl)) \
+        or (isinstance(item, ast.FuncDecl) and item.is_extern)
+
+
 def print_module(module: ast.Module) -> str:
-    """The module as .nx source: its header lines, then one item a paragraph."""
+    """The module as .nx source: its header lines, then its items, a blank
+    line between them except inside a run of one-line items of one kind
+    (imports, consts, ...)."""
     out = _ModulePrinter()
     for key, value in module.header.items():
         out.line(0, f"// {key}: {value}")
+    prev = None
     for item in module.items:
-        if out.lines:
+        together = prev is not None and type(prev) is type(item) and _one_line(prev) and _one_line(item)
+        if out.lines and not together:
             out.lines.append("")
         out.visit(item, 0)
+        prev = item
     return "\n".join(out.lines) + "\n"

@@ -116,7 +116,7 @@ class FunctionEmitter(FunctionEmitterBase):
 
     # ---- output helpers ----
     def emit(self, text: str, line: int | None = None) -> None:
-        self.lines.append("    " * self.depth + text)
+        self.lines.append(self.indentation() + text)
 
     def line_directive(self, pos) -> None:
         if pos is None or (pos.line, pos.file.path) == self.last_line:
@@ -134,7 +134,7 @@ class FunctionEmitter(FunctionEmitterBase):
     # ---- statements ----
     def body(self) -> list[str]:
         super().body()
-        decls = [f"    {t} {name};" for t, name in self.temps]
+        decls = [f"{self.indentation(1)}{t} {name};" for t, name in self.temps]
         return decls + self.lines
 
     def stmt(self, s: ast.Stmt) -> None:
@@ -177,7 +177,7 @@ class FunctionEmitter(FunctionEmitterBase):
                       f"*nx_p = {self.arith(op, t, '*nx_p', v, self.ty(value), s.pos)}; }}")
 
     def visit_If(self, s: ast.If, prefix: str = "if") -> None:
-        if s.cond in self.fplan.guards and self.gate:
+        if self.gate and s.cond in self.fplan.guards:
             # Forget the operands of an earlier guard, then record this one's.
             self.emit(f"{prefix} ((nx_gate_cap_mask = 0u, {self.expr(s.cond)})) {{")
         else:

@@ -134,7 +134,7 @@ class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
             if line is not None and line != last:
                 text = f"{text}  # line {line}"
                 last = line
-            out.append(("    " * depth + text, site))
+            out.append((self.indentation(depth) + text, site))
         if not self.lines:
             out.append(("    pass", head_site))
         return out
