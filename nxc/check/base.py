@@ -60,6 +60,7 @@ class CheckerBase(ast.NodeVisitor):
         self.info = Info()
         self.types = self.info.types
         self.consts = self.info.consts
+        self.syms = self.info.syms
         self.top: dict[str, Symbol] = {}          # the shared namespace
         self.aliases: dict[str, ast.TypeAlias] = {}
         self.alias_types: dict[str, Type] = {}
@@ -87,7 +88,7 @@ class CheckerBase(ast.NodeVisitor):
             names = set(self.scope.all_names()) | {n for n, s in self.top.items() if s.kind not in ("type", "struct")}
             self.diags.error(e.pos, f"undefined name '{e.ident}'" + suggest(e.ident, names))
             return None
-        self.info.syms[e] = sym
+        self.syms[e] = sym
         return sym
 
     # ---- expressions: the entry points ----
@@ -105,7 +106,11 @@ class CheckerBase(ast.NodeVisitor):
         return t
 
     def check_expr(self, e: ast.Expr, want: Type | None) -> Type | None:
-        t = self.visit(e, want)
+        # self.visit(e, want), inlined: this runs once per expression.
+        method = self._visit_methods.get(e.__class__)
+        if method is None:
+            method = self.visit_method(e)
+        t = method(self, e, want)
         self.types[e] = t
         return t
 

@@ -70,8 +70,8 @@ class ExprChecker(CheckerBase):
             t = self.check_value(e.operand, None)
             if t is not None and not isinstance(t, (IntType, BoolType)):
                 self.diags.error(e.pos, f"'!' needs a bool or an integer, not {t}")
-            elif self.consts.get(e.operand) is not None:
-                self.consts[e] = int(self.consts.get(e.operand) == 0)
+            elif (c := self.consts.get(e.operand)) is not None:
+                self.consts[e] = int(c == 0)
             return BOOL
         if op == "*":
             t = self.check_value(e.operand, None)
@@ -106,8 +106,9 @@ class ExprChecker(CheckerBase):
                 t = self.check_value(side, None)
                 if t is not None and not isinstance(t, (BoolType, IntType)):
                     self.diags.error(side.pos, f"'{op}' needs bool or integer operands, not {t}")
-            if self.consts.get(e.left) is not None and self.consts.get(e.right) is not None:
-                a, b = self.consts.get(e.left) != 0, self.consts.get(e.right) != 0
+            cl, cr = self.consts.get(e.left), self.consts.get(e.right)
+            if cl is not None and cr is not None:
+                a, b = cl != 0, cr != 0
                 self.consts[e] = int(a and b) if op == "&&" else int(a or b)
             return BOOL
         lt, rt = self.check_operands(e, want)
@@ -115,17 +116,19 @@ class ExprChecker(CheckerBase):
             return BOOL if op in CMP_OPS else None
         if op in CMP_OPS:
             return self.check_comparison(e, lt, rt)
+        consts = self.consts
+        cl, cr = consts.get(e.left), consts.get(e.right)
         if op in ("<<", ">>"):
             if not isinstance(lt, IntType) or not isinstance(rt, IntType):
                 bad = e.left if not isinstance(lt, IntType) else e.right
                 self.diags.error(bad.pos, f"'{op}' needs integer operands, not {self.types.get(bad)}")
                 return None
-            if self.consts.get(e.left) is not None and self.consts.get(e.right) is not None:
-                self.consts[e] = fold_binary(op, lt, self.consts.get(e.left), self.consts.get(e.right))
+            if cl is not None and cr is not None:
+                consts[e] = fold_binary(op, lt, cl, cr)
             return lt
         if isinstance(lt, BoolType) and isinstance(rt, BoolType) and op in ("&", "|", "^"):
-            if self.consts.get(e.left) is not None and self.consts.get(e.right) is not None:
-                self.consts[e] = fold_binary(op, IntType(8, False), self.consts.get(e.left), self.consts.get(e.right))
+            if cl is not None and cr is not None:
+                consts[e] = fold_binary(op, IntType(8, False), cl, cr)
             return BOOL
         if not isinstance(lt, IntType) or not isinstance(rt, IntType):
             bad = e.left if not isinstance(lt, IntType) else e.right
@@ -135,12 +138,12 @@ class ExprChecker(CheckerBase):
         if lt != rt:
             self.mismatch(e, lt, rt)
             return None
-        if self.consts.get(e.left) is not None and self.consts.get(e.right) is not None:
-            v = fold_binary(op, lt, self.consts.get(e.left), self.consts.get(e.right))
+        if cl is not None and cr is not None:
+            v = fold_binary(op, lt, cl, cr)
             if v is None:
                 self.diags.error(e.right.pos, "division by zero in a constant expression")
                 v = 0
-            self.consts[e] = v
+            consts[e] = v
         return lt
 
     def check_operands(self, e: ast.Binary, want):
@@ -178,8 +181,9 @@ class ExprChecker(CheckerBase):
         if isinstance(lt, BoolType) and op not in ("==", "!="):
             self.diags.error(e.pos, "bools compare only with == and !=")
             return BOOL
-        if self.consts.get(e.left) is not None and self.consts.get(e.right) is not None:
-            self.consts[e] = int(fold_compare(op, self.consts.get(e.left), self.consts.get(e.right)))
+        cl, cr = self.consts.get(e.left), self.consts.get(e.right)
+        if cl is not None and cr is not None:
+            self.consts[e] = int(fold_compare(op, cl, cr))
         return BOOL
 
     def mismatch(self, e: ast.Binary, lt: Type, rt: Type) -> None:
@@ -197,8 +201,9 @@ class ExprChecker(CheckerBase):
         if not cast_allowed(src, dst):
             self.diags.error(e.pos, f"cannot convert {src} to {dst} with 'as'")
             return dst
-        if self.consts.get(e.expr) is not None and not isinstance(dst, PointerType):
-            self.consts[e] = fold_cast(self.consts.get(e.expr), dst)
+        c = self.consts.get(e.expr)
+        if c is not None and not isinstance(dst, PointerType):
+            self.consts[e] = fold_cast(c, dst)
         return dst
 
     def visit_Index(self, e: ast.Index, want):

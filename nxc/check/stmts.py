@@ -43,7 +43,9 @@ class StmtChecker(CheckerBase):
             self.scope = self.scope.parent
 
     def check_stmt(self, s: ast.Stmt, guard: ast.Expr | None = None) -> None:
-        self.visit(s, guard)
+        # self.visit(s, guard), inlined as in check_expr.
+        method = self._visit_methods.get(s.__class__) or self.visit_method(s)
+        method(self, s, guard)
 
     def visit_If(self, s: ast.If, guard=None) -> None:
         self.check_condition(s.cond, "if")

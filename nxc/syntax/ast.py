@@ -280,9 +280,14 @@ class NodeVisitor:
     def visit(self, node, *args):
         method = self._visit_methods.get(node.__class__)
         if method is None:
-            method = getattr(type(self), "visit_" + node.__class__.__name__, None) or type(self).generic_visit
-            self._visit_methods[node.__class__] = method
+            method = self.visit_method(node)
         return method(self, node, *args)
+
+    def visit_method(self, node):
+        """The function `visit` calls for this node's class (looked up once)."""
+        method = getattr(type(self), "visit_" + node.__class__.__name__, None) or type(self).generic_visit
+        self._visit_methods[node.__class__] = method
+        return method
 
     def generic_visit(self, node, *args):
         raise NotImplementedError(f"{type(self).__name__} has no visit_{type(node).__name__}")
