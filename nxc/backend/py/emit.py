@@ -47,7 +47,7 @@ from nxc.lower.plan import plan_program
 from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase
 from nxc.backend.py.arith import ArithEmitter
 from nxc.backend.py.memory import MemoryEmitter
-from nxc.backend.py.values import M64, literal, py_int, simple, strip, type_key, wrap_text  # noqa: F401 - type_key: run.py imports it from here
+from nxc.backend.py.values import M64, literal, py_int, simple, strip, type_key, wrap_text  # noqa: F401 - type_key: py/backend.py imports it from here
 from nxc.backend.skeleton import template
 from nxc.check.types import BoolType, IntType, PointerType
 
