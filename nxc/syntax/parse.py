@@ -15,7 +15,7 @@ import pickle
 import re
 from functools import lru_cache
 
-from nxc.syntax import ast, lalr, lexer
+from nxc.syntax import ast, hints, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile
 from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
@@ -81,6 +81,13 @@ def warm_up() -> None:
     _parser()
 
 
+def source_tokens(text: str) -> list[Token]:
+    """Every token of `text` as written, comments (LINE_COMMENT,
+    BLOCK_COMMENT) and line ends (NEWLINE) included, before the statement-end
+    pass: what nxc/tools/fmt.py renders. Raises lexer.LexError."""
+    return list(_parser().lexer.lex(text, keep_comments=True))
+
+
 def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     """(terminal specs, LALR table) of grammar/nx.lark.
 
@@ -144,6 +151,10 @@ _PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}
 BINARY_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
                      "|": 4, "^": 5, "&": 6, "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
 _COMPARISON = 3   # `=` of a declaration
+COMPARISON_PRECEDENCE = _COMPARISON
+# Tighter than every binary operator, as in the grammar (grammar/nx.lark):
+# `x as T`, then the prefix operators, then calls, indexing and `.field`.
+CAST_PRECEDENCE, UNARY_PRECEDENCE, POSTFIX_PRECEDENCE = 10, 11, 12
 
 
 def _builder_maker(to_ast: "_ToAst"):
@@ -413,6 +424,10 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
         return pos, f"stray character {ch!r} in program", []
     tok = exc.token
     at_end = tok.type == "$END"
+    # A porting mistake (unclosed bracket, missing `{`, a C form) is named as such.
+    explained = hints.explain(src, hints.tokens_before(_parser().lexer, src.text, tok), tok, set(exc.expected))
+    if explained is not None:
+        return explained
     if at_end and postlex.open_brackets:
         opener = postlex.open_brackets[-1]
         close = _OPEN_TO_CLOSE[opener.value]
