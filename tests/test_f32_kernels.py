@@ -71,7 +71,7 @@ def test_linear_rejects_unknown_type():
 
 @pytest.mark.parametrize("backend", ["c", "py"])
 def test_rmsnorm_bit_exact(backend):
-    m = bundled("nx_f32_rmsnorm.nx", backend)
+    m = bundled("nx_f32_rms_norm.nx", backend)
     rng = np.random.default_rng(4)
     n_rows, n = 3, 48
     x = rng.standard_normal((n_rows, n)).astype(np.float32) * 3
