@@ -12,9 +12,10 @@ A runnable block (described for writers in docs/testing.md) is a fenced
     [exit 1]
     ```
 
-- A line starting with `$ ` is a command, run by bash; the lines after it, up
-  to the next command, are its expected output (stdout and stderr as one
-  stream, trailing blanks ignored).
+- A line starting with `$ ` is a command, run by bash; lines starting with
+  `> ` right after it continue it (a here-document that writes a file); the
+  lines after that, up to the next command, are its expected output (stdout
+  and stderr as one stream, trailing blanks ignored).
 - `...` alone on a line stands for any number of lines (also none); `...`
   inside a line for any text on that line (times, sizes).
 - A last output line `[exit N]` says the command exits with status N;
@@ -66,6 +67,8 @@ def runnable_blocks(path: str) -> list:
             text = lines[j]
             if text.startswith("$ "):
                 steps.append((text[2:], []))
+            elif (text.startswith("> ") or text == ">") and steps and not steps[-1][1]:
+                steps[-1] = (steps[-1][0] + "\n" + text[2:], [])      # a continuation line
             else:
                 assert steps, f"{os.path.relpath(path, ROOT)}:{j + 1}: output before the first '$ ' command"
                 steps[-1][1].append(text.rstrip())
@@ -116,6 +119,12 @@ def test_the_matching_rules():
     assert match([], "")
     assert not match([], "unexpected output\n")
     assert split_exit(["x", "[exit 1]"]) == (["x"], 1) and split_exit(["x"]) == (["x"], 0)
+
+
+def test_continuation_lines(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- runnable -->\n```console\n$ cat <<'EOF'\n> a\n>\n> EOF\na\n\n$ true\n```\n")
+    assert runnable_blocks(str(page)) == [(2, [("cat <<'EOF'\na\n\nEOF", ["a", ""]), ("true", [])])]
 
 
 @pytest.mark.parametrize("path,fence,steps", BLOCKS,
