@@ -20,6 +20,8 @@ A runnable block (described for writers in docs/testing.md) is a fenced
   inside a line for any text on that line (times, sizes).
 - A last output line `[exit N]` says the command exits with status N;
   without it the command must exit 0.
+- A ```python block after the marker is run as a whole by the venv's Python
+  and must exit 0: its asserts are the check, its output is not compared.
 - The commands of a block run one after another in a folder holding fresh
   copies of the repository's `nx_src/` and `bench/` (and nothing else), so
   paths read as from the repository root and nothing is written into the
@@ -59,9 +61,16 @@ def runnable_blocks(path: str) -> list:
         j = i + 1
         while j < len(lines) and not lines[j].strip():
             j += 1
-        assert j < len(lines) and lines[j].strip() == "```console", \
-            f"{os.path.relpath(path, ROOT)}:{i + 1}: {MARK} must be followed by a ```console block"
+        assert j < len(lines) and lines[j].strip() in ("```console", "```python"), \
+            f"{os.path.relpath(path, ROOT)}:{i + 1}: {MARK} must be followed by a ```console or ```python block"
         fence, steps = j + 1, []
+        if lines[j].strip() == "```python":
+            end = lines.index("```", j + 1)
+            script = "\n".join(lines[j + 1:end]) + "\n"
+            # a Python block is one command: run it, its asserts are the check
+            blocks.append((fence, [("python - <<'NX_DOC_EOF'\n" + script + "NX_DOC_EOF", None)]))
+            i = end + 1
+            continue
         j += 1
         while lines[j].strip() != "```":
             text = lines[j]
@@ -125,6 +134,8 @@ def test_continuation_lines(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("<!-- runnable -->\n```console\n$ cat <<'EOF'\n> a\n>\n> EOF\na\n\n$ true\n```\n")
     assert runnable_blocks(str(page)) == [(2, [("cat <<'EOF'\na\n\nEOF", ["a", ""]), ("true", [])])]
+    page.write_text("<!-- runnable -->\n```python\nassert 1\n```\n")
+    assert runnable_blocks(str(page)) == [(2, [("python - <<'NX_DOC_EOF'\nassert 1\nNX_DOC_EOF", None)])]
 
 
 @pytest.mark.parametrize("path,fence,steps", BLOCKS,
@@ -144,11 +155,11 @@ def test_runnable_block(path, fence, steps, docs_dir):
                NXC_CACHE_DIR=os.path.join(docs_dir, "cache"), COLUMNS="80", PYTHONHASHSEED="0")
     env.pop("NXPATH", None)
     for command, expected in steps:
-        expected, status = split_exit(expected)
+        expected, status = split_exit(expected) if expected is not None else (None, 0)
         proc = subprocess.run(["bash", "-c", command], cwd=work, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, timeout=COMMAND_TIMEOUT)
         got = "".join(line.rstrip() + "\n" for line in proc.stdout.splitlines())
         where = f"{os.path.relpath(path, ROOT)}:{fence}: $ {command}"
-        if not output_pattern(expected).fullmatch(got):
+        if expected is not None and not output_pattern(expected).fullmatch(got):
             pytest.fail(f"{where}\n--- the page shows:\n" + "\n".join(expected) + f"\n--- it printed:\n{got}")
         assert proc.returncode == status, f"{where}\nexit status {proc.returncode}, the page says {status}\n{got}"
