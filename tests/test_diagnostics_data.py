@@ -38,6 +38,8 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "diagnostics")
 CASES = sorted(glob.glob(os.path.join(HERE, "**", "*.nx"), recursive=True))
 
 EXPECT = re.compile(r"//\s*(error|warning|note)(?:@([+-]\d+))?(?::(\d+))?:\s(.*?)\s*$")
+# what looks like an expectation; one that EXPECT does not read is a typo, not a comment
+LOOKS_LIKE = re.compile(r"//\s*(error|warning|note)\b")
 HEADER = re.compile(r"^(.+?):(\d+):(\d+): (error|warning|note): (.*)$")
 
 
@@ -47,6 +49,7 @@ def expected(path: str) -> set:
     with open(path, encoding="utf-8") as f:
         for number, text in enumerate(f, start=1):
             m = EXPECT.search(text)
+            assert m or not LOOKS_LIKE.search(text), f"{path}:{number}: an expectation in a form not understood"
             if m:
                 kind, offset, col, message = m.groups()
                 found.add((number + int(offset or 0), int(col) if col else None, kind, message))
@@ -108,3 +111,5 @@ def test_the_expectation_syntax():
     for text, groups in samples.items():
         assert EXPECT.search(text).groups() == groups
     assert EXPECT.search("x // an ordinary comment") is None
+    for typo in ("x  // error 12: no colon", "x  // warning@1: no sign", "x  // error:12 no colon after"):
+        assert EXPECT.search(typo) is None and LOOKS_LIKE.search(typo), typo
