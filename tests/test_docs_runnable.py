@@ -163,3 +163,24 @@ def test_runnable_block(path, fence, steps, docs_dir):
         if expected is not None and not output_pattern(expected).fullmatch(got):
             pytest.fail(f"{where}\n--- the page shows:\n" + "\n".join(expected) + f"\n--- it printed:\n{got}")
         assert proc.returncode == status, f"{where}\nexit status {proc.returncode}, the page says {status}\n{got}"
+
+
+# A path the pages name, in one of the repository's folders (`nxc/gates/run.py`,
+# `tests/seeds.sha256`, `docs/build.md`), with an extension or a trailing slash.
+NAMED_PATH = re.compile(r"(?<![\w/.-])((?:nxc|tests|bench|runtime|docs|nx_src|grammar)/[\w/.-]*\w(?:\.\w+|/))")
+
+
+def test_the_files_the_pages_name_exist():
+    """Docs that cite a file which moved or never landed mislead the reader."""
+    missing = []
+    for page in PAGES:
+        text = open(page, encoding="utf-8").read()
+        for m in NAMED_PATH.finditer(text):
+            name = m.group(1)
+            if "*" in name or "NAME" in name or "<" in name:
+                continue
+            if not os.path.exists(os.path.join(ROOT, name)):
+                line = text.count("\n", 0, m.start()) + 1
+                missing.append(f"{os.path.relpath(page, ROOT)}:{line}: {name}")
+    assert not missing, "\n".join(missing)
+
