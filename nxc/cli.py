@@ -104,7 +104,24 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
                                     "built modules (c/) and parsed modules (parse/).")
     ca.add_argument("action", choices=["info", "clear"])
+    _add_tools_parsers(sub)
     return p
+
+
+def _add_tools_parsers(sub) -> None:
+    """Editor support and module pages (nxc/tools/)."""
+    ls = sub.add_parser("lsp", help="language server for editors (LSP over stdio)",
+                        description="Run the .nx language server on stdin/stdout (see docs/editors.md).")
+    ls.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only transport)")
+    _add_include(ls)
+    d = sub.add_parser("doc", help="static HTML module pages for .nx modules",
+                       description="Write one HTML page per module of PATHs (and the modules they import) "
+                                   "plus an index to SITE (see docs/doc-pages.md).")
+    d.add_argument("paths", nargs="+", metavar="PATH", help=".nx files or folders (searched recursively)")
+    d.add_argument("-o", "--output", required=True, metavar="SITE", help="folder to write the pages to")
+    d.add_argument("--results", metavar="FILE",
+                   help="gate results from 'nxc test --json' (one JSON object per line) to show on the pages")
+    _add_include(d)
 
 
 def _print_warnings(diags: Diagnostics, quiet: bool) -> None:
@@ -215,6 +232,20 @@ def cmd_cache(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "run": cmd_run, "emit-c": cmd_emit, "emit-py": cmd_emit, "cache": cmd_cache}
+
+
+def cmd_lsp(args) -> int:
+    from nxc.tools.lsp import serve
+    return serve(args.include)
+
+
+def cmd_doc(args) -> int:
+    from nxc.tools.doc import main as doc_main
+    return doc_main(args)
+
+
+COMMANDS["lsp"] = cmd_lsp
+COMMANDS["doc"] = cmd_doc
 
 
 def main(argv: list[str] | None = None) -> int:
