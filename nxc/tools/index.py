@@ -119,14 +119,16 @@ class GraphIndex:
 
 
 def build_index(root: str, overlay: dict[str, str] | None = None,
-                include: list[str] | None = None) -> GraphIndex:
+                include: list[str] | None = None, walk_imports: bool = True) -> GraphIndex:
+    """walk_imports=False indexes the root module only (the module pages
+    index each module as its own root, and need no second walk of imports)."""
     loaded = load_graph(root, overlay, include)
     result = checked.check_graph(loaded.graph) if loaded.graph is not None else None
     index = GraphIndex(os.path.realpath(root), loaded, result, {}, {})
     for path, pm in loaded.parsed.items():
         text = loaded.texts.get(path, "")
         mi = ModuleIndex(path, text, pm.module)
-        if pm.module is not None:
+        if pm.module is not None and (walk_imports or path == index.root):
             _Walker(index, mi, result).module(pm.module)
         mi.occurrences.sort(key=lambda o: (o.loc.line, o.loc.col))
         mi._starts = [(o.loc.line, o.loc.col) for o in mi.occurrences]
