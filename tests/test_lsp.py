@@ -115,10 +115,13 @@ def test_diagnostics_keep_coming_through_a_syntax_error(ws):
     broken = APP.replace("let q: *Node = p.left", "let q: *Node = p.left +").replace(
         "if LIMIT != 42", "if LIMIT != add")
     diags = edit(ws, ws.app, broken)
-    messages = sorted((d["range"]["start"]["line"], d["message"]) for d in diags)
-    assert [line for line, _ in messages] == [6, 7], messages
-    assert messages[0][1].startswith("unexpected")
-    assert "add" in messages[1][1]
+    found = sorted((d["range"]["start"]["line"], d["range"]["start"]["character"], d["message"]) for d in diags)
+    # the unfinished line goes on into the next statement: the error is
+    # shown where that line ends, not at the next line's `if`
+    end_of_line5 = len(broken.split("\n")[5])
+    assert [(line, col) for line, col, _ in found] == [(5, end_of_line5), (7, 16)], found
+    assert found[0][2].startswith("unexpected 'if'")
+    assert found[1][2] == "function 'add' must be called: add (...)"
     assert edit(ws, ws.app, APP) == []
 
 

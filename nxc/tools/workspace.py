@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -81,27 +82,48 @@ def parse_tolerant(path: str, text: str) -> ParsedModule:
 def _parse_with_recovery(path: str, text: str) -> ParsedModule:
     original = SourceFile(path, text)
     lines = text.split("\n")
-    blanked: set[int] = set()
-    kept_braces: set[int] = set()
+    n_real = len(lines)                 # closers appended below the text are not its lines
+    blanked: set[int] = set()           # lines changed in any way
+    kept_braces: set[int] = set()       # ... of which only the braces are left
+    per_item: dict[int, int] = {}       # first line of a top-level item -> lines blanked in it
     errors: list[Diagnostic] = []
+    reported: set[int] = set()          # top-level declarations (first lines) with an error reported
+    original_lines = list(lines)
     for _ in range(MAX_RECOVERIES + 1):
-        current = "\n".join(lines)
         diags = Diagnostics()
         try:
-            module = parse_source(SourceFile(path, current), diags)
+            module = parse_source(SourceFile(path, "\n".join(lines)), diags)
         except CompileError:
             first = diags.errors[0]
             line = first.pos.line if first.pos is not None else 1
-            # One report per line: a line that still fails once its braces
-            # alone are kept is the same mistake, not a new one.
-            if line not in blanked:
-                errors.append(Diagnostic("error", Pos(original, line, first.pos.col if first.pos else 1),
-                                         first.message))
-            if not 1 <= line <= len(lines) or (line in blanked and line not in kept_braces):
+            col = first.pos.col if first.pos is not None else 1
+            m = _NEVER_CLOSED.search(first.message)
+            if m:                       # `{` left open (while typing): close it after the text
+                errors.append(Diagnostic("error", Pos(original, line, col), first.message))
+                lines.append(m.group(1))
+                continue
+            if not 1 <= line <= n_real or (line in blanked and line not in kept_braces):
                 return ParsedModule(None, errors, blanked)
-            if first.pos is not None and line not in blanked:
-                line = _statement_start(lines, line, first.pos.col)
-            if line in kept_braces:
+            at = (line, col)
+            if line not in blanked:
+                line = _statement_start(lines, line, col)
+                if line != at[0]:       # the statement before goes on: the mistake ends that line
+                    at = (line, len(original.line_text(line).rstrip()) + 1)
+            start, end = _item_range(original_lines, line, n_real)
+            # Panic mode (Crafting Interpreters): one syntax error per
+            # top-level declaration; what follows in it is often a cascade.
+            if line not in blanked and start not in reported:
+                reported.add(start)
+                errors.append(Diagnostic("error", Pos(original, *at), first.message))
+            per_item[start] = per_item.get(start, 0) + 1
+            if per_item[start] > 3:
+                # Line by line is not converging here: give up this one
+                # declaration, keep the rest of the module.
+                for n in range(start, end + 1):
+                    lines[n - 1] = " " * len(lines[n - 1])
+                    blanked.add(n)
+                    kept_braces.discard(n)
+            elif line in kept_braces:
                 kept_braces.discard(line)
                 lines[line - 1] = " " * len(lines[line - 1])
             else:
@@ -113,6 +135,23 @@ def _parse_with_recovery(path: str, text: str) -> ParsedModule:
         module.source = original
         return ParsedModule(module, errors, blanked)
     return ParsedModule(None, errors, blanked)
+
+
+_NEVER_CLOSED = re.compile(r"is never closed: expected '(.)'")
+_TOP_LEVEL = re.compile(r"(func|extern|struct|const|type|var|import)\b")
+
+
+def _item_range(lines: list[str], line: int, n_real: int) -> tuple[int, int]:
+    """First and last line of the top-level declaration around `line`: from
+    the last line at or above it that starts one (at column 1) to the line
+    before the next one."""
+    start = line
+    while start > 1 and not _TOP_LEVEL.match(lines[start - 1]):
+        start -= 1
+    end = line
+    while end < n_real and not _TOP_LEVEL.match(lines[end]):
+        end += 1
+    return start, end
 
 
 def _statement_start(lines: list[str], line: int, col: int) -> int:
