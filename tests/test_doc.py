@@ -193,6 +193,9 @@ def test_usage_errors(tmp_path, capsys):
     (tmp_path / "m.nx").write_text("const A: i64 = 1\n")
     assert nxc_main(["doc", str(tmp_path / "m.nx"), "-o", str(tmp_path / "s"), "--results", str(bad)]) == 2
     assert "r.jsonl:1: not a result line of 'nxc test --json'" in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    assert nxc_main(["doc", str(tmp_path / "m.nx"), "-o", str(tmp_path / "file" / "site")]) == 1
+    assert "cannot write the site to" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- in a real browser

@@ -315,6 +315,9 @@ def main(args) -> int:
     except DocError as exc:
         print(f"nxc: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:          # the output folder cannot be made or written
+        print(f"nxc: error: cannot write the site to '{args.output}': {exc.strerror or exc}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - start
     print(f"wrote {len(pages)} module page{'s' if len(pages) != 1 else ''} and index.html "
           f"to {args.output} in {seconds:.2f} s")
