@@ -180,7 +180,7 @@ def test_a_module_with_errors_still_gets_a_page(tmp_path, write_nx):
     out = tmp_path / "site"
     assert nxc_main(["doc", bad, "-o", str(out)]) == 0
     text = " ".join(parse_page(str(out / "bad.html")).text)
-    assert "Errors" in text and "3:5: unexpected 'return'" in text
+    assert "Errors" in text and "2:21: unexpected 'return'" in text      # where the unfinished line ends
 
 
 def test_usage_errors(tmp_path, capsys):
