@@ -105,6 +105,11 @@ class LspClient:
         self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
                                                "contentChanges": [{"text": text}]})
 
+    def change_range(self, uri: str, rng: dict, text: str, version: int) -> None:
+        """An incremental change: `text` replaces the range `rng`."""
+        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                               "contentChanges": [{"range": rng, "text": text}]})
+
     def close(self) -> int:
         try:
             self.request("shutdown")

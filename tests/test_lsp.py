@@ -59,7 +59,7 @@ def ws(tmp_path_factory):
     (root / "lib.nx").write_text(LIB, encoding="utf-8")
     (root / "app.nx").write_text(APP, encoding="utf-8")
     client = LspClient(["lsp"], cwd=str(root))
-    client.initialize(root)
+    client.capabilities = client.initialize(root)["capabilities"]
     client.lib = client.open(root / "lib.nx")
     assert client.diagnostics(client.lib) == []
     client.app = client.open(root / "app.nx")
@@ -83,11 +83,7 @@ def req(ws, method: str, uri: str, pos: dict, **extra):
 
 
 def test_server_announces_its_features(ws):
-    client = LspClient(["lsp"])
-    try:
-        caps = client.initialize(ws.root)["capabilities"]
-    finally:
-        client.close()
+    caps = ws.capabilities
     for cap in ("hoverProvider", "definitionProvider", "referencesProvider", "documentSymbolProvider",
                 "renameProvider", "documentFormattingProvider", "completionProvider"):
         assert caps.get(cap), cap
@@ -251,3 +247,17 @@ def test_formatting_goes_through_nxc_fmt(ws):
     else:
         assert len(edits) == 1 and "let total: i64 = add(1, 2)" in edits[0]["newText"]
     edit(ws, ws.app, APP)
+
+
+def test_incremental_change_and_non_ascii_columns(ws):
+    # a ranged change, as editors send while typing; a comment with
+    # non-ASCII text before the mistake: columns are UTF-16 units
+    ws.version += 1
+    line = APP.split("\n").index("    if total != 3 { return 1 }")
+    ws.change_range(ws.app, {"start": {"line": line, "character": 7}, "end": {"line": line, "character": 12}},
+                    "/* \u00e9\U0001F600 */ totl", ws.version)
+    errors = [d for d in ws.diagnostics(ws.app) if d["severity"] == 1]
+    assert len(errors) == 1 and "'totl'" in errors[0]["message"]
+    # 4 spaces, `if `, `/* `, é (1 unit), 😀 (2 units), ` */ `
+    assert errors[0]["range"]["start"] == {"line": line, "character": 4 + 3 + 3 + 1 + 2 + 4}
+    assert edit(ws, ws.app, APP) == []

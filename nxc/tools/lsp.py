@@ -8,7 +8,8 @@ its own import graph; references and rename also analyse every .nx file of
 the workspace folders, so uses in modules that import the document count.
 
 Positions: the index counts columns in characters (1-based); LSP clients
-count UTF-16 code units (0-based). `_to_lsp` / `_from_lsp` convert.
+count UTF-16 code units by default, or UTF-8 bytes if both sides agree
+(0-based). `_to_lsp` / `_from_lsp` convert.
 """
 from __future__ import annotations
 
@@ -95,6 +96,11 @@ class NxLanguageServer(LanguageServer):
 
 def create_server(include: list[str] | None = None) -> NxLanguageServer:
     server = NxLanguageServer(include)
+
+    @server.feature(lsp.INITIALIZED)
+    def initialized(ls: NxLanguageServer, params: lsp.InitializedParams):
+        encoding = ls.server_capabilities.position_encoding if ls.server_capabilities else None
+        _ENCODING["name"] = str(getattr(encoding, "value", encoding) or "utf-16")
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: NxLanguageServer, params: lsp.DidOpenTextDocumentParams):
@@ -509,8 +515,24 @@ def _line(text: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
+# How the client counts columns, as agreed at `initialize` (pygls picks the
+# client's first choice among utf-8, utf-16, utf-32; LSP's default is utf-16).
+# One client per server process, so one setting.
+_ENCODING = {"name": "utf-16"}
+
+
+def _unit_width(ch: str) -> int:
+    name = _ENCODING["name"]
+    if name == "utf-8":
+        return len(ch.encode("utf-8"))
+    if name == "utf-32":
+        return 1
+    return 2 if ord(ch) > 0xFFFF else 1
+
+
 def _utf16(line_text: str, chars: int) -> int:
-    return len(line_text[:chars].encode("utf-16-le")) // 2
+    """Column `chars` (0-based, in characters) in the client's units."""
+    return sum(_unit_width(ch) for ch in line_text[:chars]) if not line_text[:chars].isascii() else chars
 
 
 def _to_lsp(text: str, line: int, col: int) -> lsp.Position:
@@ -523,7 +545,7 @@ def _from_lsp(text: str, pos: lsp.Position) -> tuple[int, int]:
     for i, ch in enumerate(line_text):
         if units >= pos.character:
             return pos.line + 1, i + 1
-        units += 2 if ord(ch) > 0xFFFF else 1
+        units += _unit_width(ch)
     return pos.line + 1, len(line_text) + 1
 
 
