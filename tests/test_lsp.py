@@ -167,6 +167,7 @@ def test_hover_local_function_const_struct(ws):
     assert "size 24 B, align 8" in h
     assert "+0    left: *Node" in h and "+8    value: i32" in h and "+16   weight: i64" in h
     assert "field Node.left: *Node at offset 0" in hover(ws, ws.app, at(APP, "left"))
+    assert hover(ws, ws.app, at(APP, "i64")) == "built-in type `i64` (8 B)"
     # an expression: the type of `total != 3`
     assert "bool" in hover(ws, ws.app, at(APP, "!= 3"))
 

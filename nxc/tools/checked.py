@@ -95,5 +95,11 @@ def builtin_type_names() -> list[str]:
     return list(BUILTIN_TYPES)
 
 
+def builtin_type_size(name: str) -> int | None:
+    """Bytes of a built-in type (0 for void); None if `name` is not one."""
+    t = BUILTIN_TYPES.get(name)
+    return None if t is None else t.size
+
+
 def _info(sym) -> SymbolInfo:
     return SymbolInfo(sym.kind, sym.name, sym.pos, sym.type, sym.value, sym.decl)

@@ -276,6 +276,10 @@ def hover_text(gi: GraphIndex, occ: Occurrence) -> str:
         lines += [f"- {k}: {v}" for k, v in header.items()]
         return "\n".join(lines)
     d = gi.definition(occ.target)
+    if d is None and occ.kind == "type":
+        name = _line(gi.modules[occ.loc.path].text, occ.loc.line)[occ.loc.col - 1:occ.loc.col - 1 + occ.length]
+        size = checked.builtin_type_size(name)
+        return f"built-in type `{name}`" + (f" ({size} B)" if size else "") if size is not None else ""
     if d is None:
         if occ.type_text:
             value = f" = {occ.value}" if occ.value is not None else ""
