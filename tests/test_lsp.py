@@ -236,18 +236,20 @@ def test_rename_across_two_files(ws):
 
 
 def test_formatting_goes_through_nxc_fmt(ws):
+    from nxc.tools.fmt import format_text
     messy = APP.replace("let total: i64 = add(1, 2)", "let total:i64=add( 1,2 )")
     edit(ws, ws.app, messy)
-    edits = ws.request("textDocument/formatting", {"textDocument": {"uri": ws.app},
-                                                   "options": {"tabSize": 4, "insertSpaces": True}})
-    try:
-        from nxc.tools import fmt  # noqa: F401 - present once the porting tools are merged
-    except ImportError:
-        # Until nxc fmt exists the server offers no edits rather than a wrong one.
-        assert edits == []
-    else:
-        assert len(edits) == 1 and "let total: i64 = add(1, 2)" in edits[0]["newText"]
+    options = {"tabSize": 4, "insertSpaces": True}
+    edits = ws.request("textDocument/formatting", {"textDocument": {"uri": ws.app}, "options": options})
+    assert len(edits) == 1
+    assert edits[0]["range"]["start"] == {"line": 0, "character": 0}
+    assert edits[0]["newText"] == format_text(messy) == APP        # the same text as `nxc fmt`
     edit(ws, ws.app, APP)
+    # formatted already: nothing to do; a text that does not parse: left alone
+    assert ws.request("textDocument/formatting", {"textDocument": {"uri": ws.app}, "options": options}) == []
+    edit(ws, ws.app, APP.replace("return 0\n}", "return (0\n}"))
+    assert ws.request("textDocument/formatting", {"textDocument": {"uri": ws.app}, "options": options}) == []
+    assert edit(ws, ws.app, APP) == []
 
 
 def test_incremental_change_and_non_ascii_columns(ws):

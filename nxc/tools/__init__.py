@@ -1,5 +1,5 @@
-"""Tools around the toolchain: editor support, module pages, porting aids.
-
-Each tool is one file here and reaches the language only through the front
-end (nxc.syntax) and the checker (nxc.check).
+"""Tools around the toolchain, built on nxc.syntax and nxc.check only (none of
+them compiles or runs anything): porting (port: restore module pages, stubs:
+infer stubs for missing imports, fmt: format, info: describe a module) and
+editor support and module pages (lsp, doc, the nx Pygments lexer).
 """

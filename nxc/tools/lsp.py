@@ -22,6 +22,7 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from nxc import __version__
+from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.tools import checked
 from nxc.tools.index import Definition, GraphIndex, Loc, Occurrence, build_index
 from nxc.tools.workspace import read_text
@@ -431,24 +432,15 @@ def document_symbols(gi: GraphIndex, path: str) -> list[lsp.DocumentSymbol]:
 
 
 def format_edits(path: str, text: str) -> list[lsp.TextEdit]:
-    """The whole document, formatted by `nxc fmt` (nxc/tools/fmt.py).
-
-    TODO(fmt): nxc/tools/fmt.py comes with the porting issue; until it is on
-    main there is nothing to call and formatting changes nothing. Its entry
-    point is looked up by the names that issue's API is likely to use.
-    """
+    """The whole document, formatted by `nxc fmt` (nxc/tools/fmt.py), as one
+    edit; none when it is already formatted or does not parse (its
+    diagnostics say why)."""
+    from nxc.tools.fmt import format_source
     try:
-        from nxc.tools import fmt          # noqa: PLC0415 - optional until the porting tools land
-    except ImportError:
+        new = format_source(SourceFile(path, text), Diagnostics())
+    except CompileError:
         return []
-    fn = getattr(fmt, "format_source", None) or getattr(fmt, "format_text", None)
-    if fn is None:
-        return []
-    try:
-        new = fn(text)
-    except Exception:  # noqa: BLE001 - a text that does not parse is left alone (its diagnostics say why)
-        return []
-    if not isinstance(new, str) or new == text:
+    if new == text:
         return []
     lines = text.split("\n")
     end = lsp.Position(line=len(lines) - 1, character=_utf16(lines[-1], len(lines[-1])))
