@@ -137,7 +137,9 @@ def _parse_with_recovery(path: str, text: str) -> ParsedModule:
     return ParsedModule(None, errors, blanked)
 
 
-_NEVER_CLOSED = re.compile(r"is never closed: expected '(.)'")
+# An opener still open at the end of the text (an opener left open before
+# a later statement is reported at the opener, whose line is blanked as usual).
+_NEVER_CLOSED = re.compile(r"is never closed: expected '(.)' before the end of the file")
 _TOP_LEVEL = re.compile(r"(func|extern|struct|const|type|var|import)\b")
 
 
