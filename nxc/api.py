@@ -30,7 +30,18 @@ _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, 
 
 
 class NxRuntimeError(RuntimeError):
-    """nx code stopped with a run-time error (message names the .nx line)."""
+    """nx code stopped with a run-time error.
+
+    The first line of str() is `path:line:col: runtime error: ...`; the .nx
+    call stack follows it. `message` is that first line, `stack` the frames
+    (nxc.gates.stack.Frame: file, line, column, function), innermost first."""
+
+    def __init__(self, message: str, stack=()):
+        from nxc.gates.stack import render_stack
+        self.message = message
+        self.stack = list(stack)
+        text = render_stack(self.stack)
+        super().__init__(message + ("\n" + text if text else ""))
 
 
 def dtype_for(t: Type):
@@ -56,7 +67,10 @@ class Pointer:
         if isinstance(target, StructType):
             field = target.field(name)
             if field is not None:
-                return self.module._read(self.address + field.offset, field.type)
+                if self.address == 0:       # before the offset is added: null + 8 is still null
+                    raise NxRuntimeError(f"runtime error: read of field '{name}' ({field.type}) "
+                                         f"through a null pointer ({self.type})")
+                return self.module._read(self.address + field.offset, field.type, f"read of field '{name}'")
             raise AttributeError(f"struct {target.name} has no field '{name}' "
                                  f"(fields: {', '.join(f.name for f in target.fields)})")
         raise AttributeError(name)
@@ -169,8 +183,8 @@ class Module:
         raise TypeError(f"argument '{name}' ({t}) must be a numpy array, a Pointer or None, "
                         f"not {type(value).__name__}")
 
-    def _read(self, address: int, t: Type):
-        raw = self._backend.read(address, t)
+    def _read(self, address: int, t: Type, what: str | None = None):
+        raw = self._backend.read(address, t, what)
         if isinstance(t, PointerType):
             return Pointer(raw, t, self)
         if isinstance(t, StructType):
@@ -185,20 +199,44 @@ class Module:
 
 
 class CBackend:
+    """checked=True (the default of nxc.load): every memory access of nx code is
+    checked against its mappings and the numpy arrays of the current call,
+    each registered with its real byte size while the call runs; a fault is
+    an NxRuntimeError with the .nx position and stack, never a dead interpreter."""
     name = "c"
 
-    def __init__(self, program: Program, opt: str = "2"):
+    def __init__(self, program: Program, opt: str = "2", checked: bool = True):
         from nxc.backend.c.build import build, load as load_ext
         from nxc.backend.c.emit import emit_c
         self.program = program
-        self.emitted = emit_c(program)
+        self.checked = checked
+        self.emitted = emit_c(program, checked=checked)
         self.built = build(self.emitted, opt=opt)
         self.lib, self.ffi = load_ext(self.built)
         self.module = None
+        self._arg_names: list[str] = []
+
+    def _fault_info(self):
+        from nxc.backend.c.emit import FAULT_INFO_WORDS
+        info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
+        self.lib.nxc_fault_info(info)
+        return list(info)
+
+    def _arg_name(self, k: int):
+        return self._arg_names[k] if 0 <= k < len(self._arg_names) else None
 
     def _trap(self) -> NxRuntimeError:
-        site = self.emitted.sites[self.lib.nxc_trap_site()]
-        return NxRuntimeError(f"{site.path}:{site.line}:{site.col}: runtime error: {site.what}")
+        from nxc.backend.c import faults
+        info = self._fault_info()
+        trap_site = self.lib.nxc_trap_site()
+        site = int(info[7]) if info[0] != faults.F_NONE else trap_site
+        if info[0] != faults.F_NONE:
+            text = faults.describe(info, self.emitted.sites, arg_name=self._arg_name)
+            message = f"{faults.site_where(self.emitted.sites, site)}: runtime error: {text}"
+        else:
+            message = faults.trap_message(info, trap_site, self.emitted.sites)
+        frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
+        return NxRuntimeError(message, faults.stack_from(frames, self.emitted.sites, site))
 
     def _c_arg(self, value, param, keep):
         if isinstance(value, tuple):
@@ -217,13 +255,26 @@ class CBackend:
         c_args = [self._c_arg(v, p, keep) for v, p in zip(converted, fn.params)]
         wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
         from nxc.check.types import VOID
-        if fn.ret is VOID:
-            status = wrapper(*c_args)
-            result = None
-        else:
-            out = self.ffi.new(_out_ctype(fn.ret))
-            status = wrapper(*c_args, out)
-            result = out[0]
+        if self.checked:
+            # The arrays are valid memory for this call only, with their real sizes.
+            self._arg_names = [p.name for p in fn.params]
+            for k, v in enumerate(converted):
+                if isinstance(v, tuple) and v[0] == "array":
+                    if self.lib.nxc_buf_register(c_args[k], v[1].nbytes, k) != 0:
+                        self.lib.nxc_buf_clear()
+                        raise ValueError(f"{fn.decl.name}(): more numpy arrays than the checked runtime "
+                                         "registers per call (64)")
+        try:
+            if fn.ret is VOID:
+                status = wrapper(*c_args)
+                result = None
+            else:
+                out = self.ffi.new(_out_ctype(fn.ret))
+                status = wrapper(*c_args, out)
+                result = out[0]
+        finally:
+            if self.checked:
+                self.lib.nxc_buf_clear()
         if status != 0:
             raise self._trap()
         if isinstance(fn.ret, PointerType):
@@ -238,15 +289,28 @@ class CBackend:
             raise self._trap()
         return out[0]
 
-    def read(self, address: int, t: Type):
+    def _probe(self, address: int, size: int, align: int, what: str) -> None:
+        """Checked mode: raise unless [address, address + size) is live memory."""
+        from nxc.backend.c import faults
+        if self.lib.nxc_probe(self.ffi.cast("void *", address), size, align) != 0:
+            text = faults.describe(self._fault_info(), self.emitted.sites, what=what)
+            raise NxRuntimeError(f"runtime error: {text}")
+
+    def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:
-            raise NxRuntimeError("reading a field through a null pointer")
+            raise NxRuntimeError("runtime error: read through a null pointer")
         from nxc.backend.c.emit import c_type
         ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
+        if self.checked:
+            size = self.ffi.sizeof(ct)
+            self._probe(address, size, size, f"{what or 'read'} ({t})")
         value = self.ffi.cast(ct + " *", address)[0]
         return bool(value) if isinstance(t, BoolType) else int(value)
 
     def read_array(self, address: int, count: int, dtype) -> np.ndarray:
+        if self.checked and count > 0:
+            self._probe(address, count * dtype.itemsize, dtype.itemsize,
+                        f"read of {count} {dtype} element{'s' if count != 1 else ''}")
         buf = self.ffi.buffer(self.ffi.cast("char *", address), count * dtype.itemsize)
         return np.frombuffer(bytes(buf), dtype=dtype).copy()
 
@@ -258,9 +322,14 @@ def _out_ctype(t: Type) -> str:
 
 
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
-         soft_f32: bool = False) -> Module:
+         soft_f32: bool = False, checked: bool = True) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
 
+    checked=True (default; C backend): memory accesses are checked, numpy
+    arguments registered with their sizes for each call, and a fault raises
+    NxRuntimeError with the .nx position and stack; checked=False is the fast
+    path, where a bad access may crash the interpreter (the Python backend is
+    always checked).
     soft_f32=True: the float32 primitives are the .nx integer code of
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
@@ -270,6 +339,6 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
     program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
     if backend == "c":
-        return Module(program, CBackend(program, opt))
+        return Module(program, CBackend(program, opt, checked=checked))
     from nxc.backend.py.run import PyBackend
     return Module(program, PyBackend(program))

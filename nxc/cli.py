@@ -39,6 +39,8 @@ def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
     p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+    p.add_argument("--unchecked", action="store_true",
+                   help="C without memory checks and .nx stack (faster; a crash is then located by a checked re-run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_warn(c)
 
     r = sub.add_parser("run", help="compile a module and run its gate (func main() -> i64)",
-                       description="Compile FILE and run its gate. The exit status is the gate's value "
-                                   "(1 when it is outside 1..255); a failing gate prints the return that produced it.")
+                       description="Compile FILE and run its gate (checked C by default). Exit status: 0 pass, "
+                                   "1 the gate failed (its value and the return that produced it are printed), "
+                                   "2 usage, 3 compile error, 4 run-time error, 5 backends disagree, "
+                                   "70 internal error, 124 timeout, 128+N killed by signal N.")
     r.add_argument("file", metavar="FILE")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
@@ -160,8 +164,17 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
+# Exit statuses of `nxc run` (README, docs/runner.md): a failing gate is 1 (its
+# value is printed), everything else a fixed status of its own, after the
+# shell's conventions where it has one (124 like timeout(1), 128+N for signal N).
+RUN_PASS, RUN_FAIL, RUN_USAGE, RUN_COMPILE_ERROR, RUN_RUNTIME_ERROR = 0, 1, 2, 3, 4
+RUN_MISMATCH, RUN_INTERNAL, RUN_TIMEOUT, RUN_SIGNAL_BASE = 5, 70, 124, 128
+
+
 def cmd_run(args) -> int:
-    from nxc.gates.run import describe_failure, execute
+    import signal
+    from nxc.gates import runner
+    from nxc.gates.run import execute
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
         return EXIT_USAGE
@@ -169,13 +182,19 @@ def cmd_run(args) -> int:
     try:
         program, _ = _front(args.file, args)
     except CompileError as exc:
-        return _report_compile_error(exc)
+        _report_compile_error(exc)
+        return RUN_COMPILE_ERROR
     t1 = time.perf_counter()
     if program.entry is None:
         print(f"nxc: error: {args.file} has no gate: declare 'func main() -> i64' to run it", file=sys.stderr)
-        return EXIT_FAIL
-    outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
-                       timeout=args.timeout, verbose=args.verbose)
+        return RUN_USAGE
+    try:
+        outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
+                           timeout=args.timeout, verbose=args.verbose, checked=not args.unchecked)
+    except Exception as exc:  # noqa: BLE001 - a bug in nxc (the C compiler rejected generated code ...)
+        r = runner.internal_error(runner.Result(args.file, args.file, "gate", args.backend, runner.ERROR), exc, 0.0)
+        print(r.report, file=sys.stderr)
+        return RUN_INTERNAL
     if args.verbose:
         print(f"nxc: front end {1000 * (t1 - t0):.1f} ms", file=sys.stderr)
     first = outcomes[0]
@@ -183,21 +202,27 @@ def cmd_run(args) -> int:
         print("MISMATCH between backends: " + "; ".join(
             f"{o.backend}: {o.status} {o.value if o.value is not None else o.message}" for o in outcomes),
             file=sys.stderr)
-        return EXIT_FAIL
+        return RUN_MISMATCH
     if first.status == "PASS":
         if args.verbose:
             print(f"PASS {args.file}", file=sys.stderr)
-        return EXIT_OK
+        return RUN_PASS
+    options = runner.Options(timeout=args.timeout, checked=not args.unchecked)
+    r = runner.Result(args.file, args.file, "gate", first.backend, first.status)
+    runner.fill_result(first, options, r)
+    print(r.report or f"{r.status}: {r.message}", file=sys.stderr)
     if first.status == "FAIL":
-        print(describe_failure(first), file=sys.stderr)
-        v = first.value
-        if not 1 <= v <= 255:
-            print(f"nxc: the gate's value {v} does not fit an exit status; exiting with 1", file=sys.stderr)
-            return EXIT_FAIL
-        return v
-    print(f"{first.status}: {first.message}" if first.status != "CRASH" else f"CRASH ({first.message})",
-          file=sys.stderr)
-    return EXIT_FAIL
+        return RUN_FAIL
+    if first.status == runner.RUNTIME_ERROR:
+        return RUN_RUNTIME_ERROR
+    if first.status == runner.TIMEOUT:
+        return RUN_TIMEOUT
+    if first.status == runner.CRASH and first.message.startswith("SIG"):
+        try:
+            return RUN_SIGNAL_BASE + signal.Signals[first.message].value
+        except KeyError:
+            pass
+    return RUN_INTERNAL
 
 
 def cmd_cache(args) -> int:

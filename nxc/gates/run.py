@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 
 from nxc.check.checker import GateReturn, Program
-from nxc.diagnostics import Pos, display_path
+from nxc.diagnostics import Pos
 
 PASS, FAIL, ERROR, CRASH, TIMEOUT, NO_GATE = "PASS", "FAIL", "RUNTIME-ERROR", "CRASH", "TIMEOUT", "NO-GATE"
 
@@ -34,6 +34,12 @@ class Outcome:
     captured: list = field(default_factory=list)   # (text, value) of the guard's operands
     build_cached: bool | None = None   # C backend: True when the build came from the cache
     build_seconds: float = 0.0
+    # The .nx call stack (nxc/gates/stack.py Frames, innermost first) of a
+    # run-time error, a crash or a timeout, when the run kept one.
+    stack: list = field(default_factory=list)
+    # More to say about a CRASH or a TIMEOUT (where it was: the checked re-run's finding).
+    detail: str = ""
+    checked: bool | None = None        # C backend: built with the memory checks
 
     @property
     def passed(self) -> bool:
@@ -144,25 +150,63 @@ def outcome_from(program: Program, kind: str, data, backend: str, seconds: float
 
 
 def run_gate_c(program: Program, emitted, built, timeout: float | None) -> Outcome:
+    """Run the gate of a C build in a child. A checked build mirrors its shadow
+    stack into a page shared with this process, so that a crash or a timeout
+    (the child killed) still says where the gate was."""
+    import mmap
+    from nxc.backend.c import faults
     from nxc.backend.c.build import load
+    from nxc.backend.c.emit import FAULT_INFO_WORDS
     lib, ffi = load(built)
+    page = mmap.mmap(-1, lib.nxc_stack_bytes()) if emitted.checked else None
+    slots = emitted.capture_slots
 
     def call():
+        if page is not None:
+            lib.nxc_stack_mirror(ffi.from_buffer(page), len(page))
         out = ffi.new("int64_t *")
         status = lib.nxc_run_main(out)
+        info = ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
+        lib.nxc_fault_info(info)
         return (status, out[0], lib.nxc_gate_site(), lib.nxc_trap_site(), lib.nxc_gate_captured_mask(),
-                *[lib.nxc_gate_captured(i) for i in range(emitted.capture_slots)])
+                *[lib.nxc_gate_captured(i) for i in range(slots)], *info)
 
     def describe_trap(site: int) -> str:
-        s = emitted.sites[site]
-        return f"{display_path(s.path)}:{s.line}:{s.col}: runtime error: {s.what}"
+        return faults.trap_message(data[5 + slots:], site, emitted.sites)
 
     start = time.perf_counter()
     kind, data = run_isolated(call, timeout)
     outcome = outcome_from(program, kind, data, "c", time.perf_counter() - start, describe_trap)
+    outcome.checked = emitted.checked
     if outcome.status == FAIL:
-        outcome.captured = emitted.captured(data[2], data[4], data[5:])
+        outcome.captured = emitted.captured(data[2], data[4], data[5:5 + slots])
+    if page is not None:
+        frames = faults.read_mirror(page)
+        page.close()
+        if outcome.status == ERROR:
+            info = data[5 + slots:]
+            fault_site = int(info[7]) if int(info[0]) != faults.F_NONE else int(data[3])
+            outcome.stack = faults.stack_from(frames, emitted.sites, fault_site)
+        elif outcome.status in (CRASH, TIMEOUT):
+            outcome.stack = faults.stack_from(frames, emitted.sites)
     return outcome
+
+
+def locate_crash(program: Program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None) -> None:
+    """An unchecked build crashed: run the gate again checked, and say what that run found."""
+    from nxc.backend.c.build import build
+    from nxc.backend.c.emit import emit_c
+    emitted = emit_c(program, checked=True)
+    again = run_gate_c(program, emitted, build(emitted, opt=opt, use_cache=use_cache, abi=True), timeout)
+    if again.status == ERROR:
+        outcome.detail = f"the checked build (run again to locate the crash) stopped at:\n{again.message}"
+        outcome.stack = again.stack
+    elif again.status == CRASH:
+        outcome.detail = "the checked build (run again to locate the crash) crashed too"
+        outcome.stack = again.stack
+    else:
+        outcome.detail = (f"the checked build (run again to locate the crash) did not crash: {again.status}"
+                          f"{'' if again.value is None else ' ' + str(again.value)}")
 
 
 def describe_failure(outcome: Outcome, context: int = 2) -> str:
@@ -191,15 +235,19 @@ def _show_value(value) -> str:
 
 
 def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-            timeout: float | None = 60.0, verbose: bool = False) -> list[Outcome]:
-    """Run the program's gate on one backend, or on both ("both")."""
+            timeout: float | None = 60.0, verbose: bool = False, checked: bool = True) -> list[Outcome]:
+    """Run the program's gate on one backend, or on both ("both").
+
+    checked=False builds the C without memory checks and shadow stack; if
+    such a gate crashes, it is run again checked to say where (the outcome
+    stays CRASH, with the checked run's finding in `detail` and `stack`)."""
     outcomes = []
     for b in (("c", "py") if backend == "both" else (backend,)):
         if b == "c":
             from nxc.backend.c.build import build
             from nxc.backend.c.emit import emit_c
             t0 = time.perf_counter()
-            emitted = emit_c(program)
+            emitted = emit_c(program, checked=checked)
             built = build(emitted, opt=opt, use_cache=use_cache, abi=True)
             if verbose:
                 what = "cached build" if built.cached else "C build"
@@ -207,6 +255,8 @@ def execute(program: Program, backend: str = "c", opt: str = "2", use_cache: boo
                       f"{what} {1000 * built.seconds:.1f} ms", file=sys.stderr)
             outcomes.append(run_gate_c(program, emitted, built, timeout))
             outcomes[-1].build_cached, outcomes[-1].build_seconds = built.cached, built.seconds
+            if outcomes[-1].status == CRASH and not checked:
+                locate_crash(program, outcomes[-1], opt, use_cache, timeout)
         else:
             from nxc.backend.py.run import run_gate_py
             outcomes.append(run_gate_py(program, timeout))

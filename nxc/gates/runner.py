@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
 from nxc.diagnostics import display_path
+from nxc.gates.stack import render_stack
 
 PASS, FAIL = "PASS", "FAIL"
 COMPILE_ERROR, RUNTIME_ERROR = "COMPILE-ERROR", "RUNTIME-ERROR"
@@ -74,6 +75,7 @@ class Options:
     include: list = field(default_factory=list)
     timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
     soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
+    checked: bool = True                # C builds check memory and keep the .nx stack (--unchecked: off)
 
 
 @dataclass
@@ -327,8 +329,16 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 
 
 def run_gate(program, backend: str, options: Options, r: Result) -> None:
-    from nxc.gates.run import describe_failure, execute
-    outcome = execute(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout)[0]
+    from nxc.gates.run import execute
+    outcome = execute(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
+                      checked=options.checked)[0]
+    fill_result(outcome, options, r)
+
+
+def fill_result(outcome, options: Options, r: Result) -> None:
+    """Status, message and report of `r` from a gate's outcome (nxc test, the
+    pytest plugin and nxc run explain a result the same way)."""
+    from nxc.gates.run import describe_failure
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
     r.build_seconds = outcome.build_seconds
@@ -346,7 +356,7 @@ def run_gate(program, backend: str, options: Options, r: Result) -> None:
         r.report = describe_failure(outcome)
     elif outcome.status == RUNTIME_ERROR:
         r.message = outcome.message
-        r.report = runtime_error_report(outcome.message)
+        r.report = runtime_error_report(outcome.message, outcome.stack)
         m = _LOCATED.match(outcome.message)
         if m:
             r.location, r.line = f"{m['path']}:{m['line']}", int(m["line"])
@@ -357,10 +367,18 @@ def run_gate(program, backend: str, options: Options, r: Result) -> None:
         r.report = (f"CRASH ({sig}): the gate's process was killed by {sig}"
                     + (f" ({hint})" if hint else "") if sig.startswith("SIG")
                     else f"CRASH: the gate's process ended without a result ({sig})")
+        r.report += _located_detail(outcome)
     elif outcome.status == TIMEOUT:
         r.message = f"did not finish in {options.timeout:g} s"
         r.report = (f"TIMEOUT: the gate did not finish in {options.timeout:g} s and was stopped "
                     f"({options.timeout_flag} SECONDS allows more)")
+        if outcome.stack:
+            r.report += "\n" + render_stack(outcome.stack, "it was stopped in (innermost first):")
+            top = outcome.stack[0]
+            r.location, r.line = f"{display_path(top.file)}:{top.line}", top.line
+            r.message += f", stopped in {top.function} at {r.location}"
+        elif outcome.checked is False:
+            r.report += "\n(an unchecked build keeps no .nx stack: run without --unchecked to see where it was)"
     elif outcome.status != PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
         r.status = ERROR
         r.message = outcome.message or outcome.status
@@ -415,9 +433,23 @@ def internal_error(r: Result, exc: BaseException, seconds: float) -> Result:
 _LOCATED = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): ")
 
 
-def runtime_error_report(message: str) -> str:
-    """The run-time error, with its source line and a caret when it names one."""
-    lines = [f"RUNTIME-ERROR {message}"]
+def _located_detail(outcome) -> str:
+    """What a crash's checked re-run (or the shadow stack) says about where it was."""
+    text = ""
+    if outcome.detail:
+        first, _, rest = outcome.detail.partition("\n")
+        text += "\n" + first
+        if rest:
+            text += "\n" + runtime_error_report(rest, None, prefix="")
+    if outcome.stack:
+        text += "\n" + render_stack(outcome.stack)
+    return text
+
+
+def runtime_error_report(message: str, stack=None, prefix: str = "RUNTIME-ERROR ") -> str:
+    """The run-time error, with its source line and a caret when it names one,
+    then the .nx call stack."""
+    lines = [f"{prefix}{message}"]
     m = _LOCATED.match(message)
     if m:
         try:
@@ -429,6 +461,8 @@ def runtime_error_report(message: str) -> str:
                 lines.append(" " * 10 + " " * (col - 1) + "^")
         except OSError:
             pass
+    if stack:
+        lines.append(render_stack(stack))
     return "\n".join(lines)
 
 
@@ -674,7 +708,7 @@ def options_from_args(args) -> Options:
     return Options(backends=("c", "py") if backend == "both" else (backend,),
                    timeout=getattr(args, "timeout", 60.0), opt=getattr(args, "opt", "2"),
                    use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []),
-                   soft_f32=getattr(args, "soft_f32", False))
+                   soft_f32=getattr(args, "soft_f32", False), checked=not getattr(args, "unchecked", False))
 
 
 def main(args) -> int:

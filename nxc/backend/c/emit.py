@@ -28,6 +28,7 @@ from nxc.syntax import ast
 from nxc.check.checker import Function, Program
 from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.lower.may_unmap import may_unmap
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -83,11 +84,18 @@ def func_c_name(sym) -> str:
 
 @dataclass
 class Site:
-    """A source position a run-time error can name (division by zero)."""
+    """A source position a run-time error or a stack frame can name.
+
+    `what` is the trap's message (division by zero) or, for a checked access,
+    "read of i64" / "write of ptr"; `kind` says what the site is: "div",
+    "access", "call", "loop", "entry" (a function's own line), "mmap",
+    "munmap", "write"; `function` is the nx function the site lies in."""
     path: str
     line: int
     col: int
     what: str = "runtime error"
+    kind: str = "div"
+    function: str = ""
 
 
 @dataclass
@@ -99,6 +107,7 @@ class EmittedC:
     # gate return site -> the guard operands whose values the gate records
     captures: dict[int, list[CapturedOperand]] = field(default_factory=dict)
     capture_slots: int = CAPTURE_SLOTS
+    checked: bool = False   # built with the memory checks and the shadow stack
 
     def captured(self, site: int, mask: int, raw) -> list[tuple[str, object]]:
         """(text, value) of the guard operands recorded before gate return `site`."""
@@ -125,9 +134,19 @@ class FunctionEmitter:
     """Writes one function body; keeps its temporaries and indentation."""
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool,
-                 captures: dict[int, list[CapturedOperand]] | None = None, unbox_f32: bool = True):
+                 captures: dict[int, list[CapturedOperand]] | None = None, unbox_f32: bool = True,
+                 checked: bool = False, may_unmap: frozenset = frozenset()):
         self.program = program
         self.fn = fn
+        # Checked mode: the functions whose calls may end a mapping (nxc/lower/may_unmap.py),
+        # after which this function's site caches (nx_cbK/nx_csK) are forgotten.
+        self.may_unmap = may_unmap
+        self.cache_count = 0
+        # Checked mode (the default of nxc run/test/load): every memory access
+        # goes through nxrt_chk, every call and loop head keeps the shadow
+        # stack (runtime/nx_runtime.h). All of it is written by the helpers in
+        # the "checked mode" section below.
+        self.checked = checked
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body) if unbox_f32 else set()
@@ -167,16 +186,25 @@ class FunctionEmitter:
         self.temps.append(f"{c_type(t)} {name};")
         return name
 
-    def site(self, pos, what: str) -> int:
-        self.sites.append(Site(pos.file.path, pos.line, pos.col, what))
+    def site(self, pos, what: str, kind: str = "div") -> int:
+        self.sites.append(Site(pos.file.path, pos.line, pos.col, what, kind, self.fn.decl.name))
         return len(self.sites) - 1
 
     # ---- statements ----
     def body(self) -> list[str]:
+        prologue = []
+        if self.checked:
+            prologue = [f"    volatile int32_t *nx_fr = nxrt_enter({self.site(self.fn.decl.pos, 'entry', 'entry')});"]
         for s in self.fn.decl.body.stmts:
             self.stmt(s)
+        if self.checked and self.fn.ret is VOID:
+            self.emit("nxrt_leave();")
         decls = ["    " + t for t in self.temps]
-        return decls + self.lines
+        if self.checked:
+            forget = " = ".join([f"nx_cs{k}" for k in range(self.cache_count)] + ["0"])
+            decls += [f"    uintptr_t nx_cb{k} = 0; uint64_t nx_cs{k} = 0;" for k in range(self.cache_count)]
+            return decls + prologue + [line.replace(_FORGET, forget) for line in self.lines]
+        return decls + prologue + self.lines
 
     def block(self, b: ast.Block) -> None:
         self.depth += 1
@@ -207,7 +235,7 @@ class FunctionEmitter:
                 tmp = self.temp(value.ty if value.ty is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
-            self.emit(f"{self.expr(target)} = {v};")
+            self.emit(f"{self.place(target, 'write')} = {v};")
             return
         op = s.op[:-1]
         t: IntType = target.ty
@@ -220,7 +248,7 @@ class FunctionEmitter:
             place = self.expr(target)
             self.emit(f"{place} = {self.arith(op, t, place, v, value.ty, s.pos)};")
         else:
-            self.emit(f"{{ {c_type(t)} *nx_p = &({self.expr(target)}); "
+            self.emit(f"{{ {c_type(t)} *nx_p = &({self.place(target, 'write')}); "
                       f"*nx_p = {self.arith(op, t, '*nx_p', v, value.ty, s.pos)}; }}")
 
     def stmt_If(self, s: ast.If, prefix: str = "if") -> None:
@@ -241,7 +269,10 @@ class FunctionEmitter:
         self.emit("}")
 
     def stmt_While(self, s: ast.While) -> None:
-        self.emit(f"while ({self.cond(s.cond)}) {{")
+        if self.checked:
+            self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
+        else:
+            self.emit(f"while ({self.cond(s.cond)}) {{")
         self.block(s.body)
         self.emit("}")
 
@@ -252,12 +283,15 @@ class FunctionEmitter:
         self.emit("continue;")
 
     def stmt_Return(self, s: ast.Return) -> None:
+        leave = "nxrt_leave(); " if self.checked else ""
         if s.value is None:
-            self.emit("return;")
+            self.emit(f"{leave}return;")
             return
         v = self.expr(s.value)
         if self.gate and s.site is not None:
-            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {s.site}; return nx_r; }}")
+            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {s.site}; {leave}return nx_r; }}")
+        elif self.checked:
+            self.emit(f"{{ {c_type(self.fn.ret)} nx_r = {v}; {leave}return nx_r; }}")
         else:
             self.emit(f"return {v};")
 
@@ -313,6 +347,10 @@ class FunctionEmitter:
         return func_c_name(sym)
 
     def expr_Unary(self, e: ast.Unary) -> str:
+        if self.checked and e.op in ("*", "&"):
+            if e.op == "*":
+                return self.checked_place(e, "read")
+            return f"(({c_type(e.ty)}){self.address(e.operand)})"
         a = self.expr(e.operand)
         if e.op == "-":
             return f"(({c_type(e.ty)})(-{a}))"
@@ -377,9 +415,16 @@ class FunctionEmitter:
         pres, args = [], []
         for i, a in enumerate(e.args):
             pre, text = self.sequenced(a, e.args[i + 1:])
+            if self.checked and pre is None and _has_call(a) and e.func.sym.kind != "extern":
+                # The call's site must be stored after its arguments' calls
+                # stored theirs: hold the argument in a temporary first.
+                tmp = self.temp(a.ty)
+                pre, text = f"({tmp} = {text})", tmp
             if pre:
                 pres.append(pre)
             args.append(text)
+        if self.checked:
+            return self.checked_call(e, pres, args)
         call = f"{func_c_name(e.func.sym)}({', '.join(args)})"
         return f"({', '.join(pres)}, {call})" if pres else call
 
@@ -412,13 +457,73 @@ class FunctionEmitter:
         return a, self.float_expr(right)
 
     def expr_Index(self, e: ast.Index) -> str:
+        if self.checked:
+            return self.checked_place(e, "read")
         pre, base = self.sequenced(e.base, [e.index])
         text = f"{base}[{self.expr(e.index)}]"
         return f"(*({pre}, &{text}))" if pre else text
 
     def expr_FieldAccess(self, e: ast.FieldAccess) -> str:
+        if self.checked:
+            return self.checked_place(e, "read")
         base = self.expr(e.base)
         return f"{base}{'->' if e.through_pointer else '.'}f_{e.name}"
+
+    # ---- checked mode: memory places, calls, the shadow stack ----
+    def place(self, e: ast.Expr, mode: str) -> str:
+        """The C lvalue of an assignment's target (checked as a write)."""
+        if self.checked and _is_memory_place(e):
+            return self.checked_place(e, mode)
+        return self.expr(e)
+
+    def checked_place(self, e: ast.Expr, mode: str) -> str:
+        """`*(T *)nxrt_chk(address, ...)`: the place, after its access was checked."""
+        t = c_type(e.ty)
+        site = self.site(e.pos, f"{mode} of {_access_type_name(e.ty)}", "access")
+        k = self.cache_count
+        self.cache_count += 1
+        return f"NXRT_CHK({t}, {self.address(e)}, {k}, {site})"
+
+    def address(self, e: ast.Expr) -> str:
+        """The address of a memory place as a uintptr_t expression, not checked
+        (C's pointer arithmetic, wrapping at 64 bits)."""
+        if isinstance(e, ast.Index):
+            pre, base = self.sequenced(e.base, [e.index])
+            text = (f"((uintptr_t)({base}) + (uintptr_t)({self.expr(e.index)}) * "
+                    f"(uintptr_t)sizeof({c_type(e.ty)}))")
+            return f"({pre}, {text})" if pre else text
+        if isinstance(e, ast.FieldAccess):
+            struct = e.base.ty.target if e.through_pointer else e.base.ty
+            base = f"(uintptr_t)({self.expr(e.base)})" if e.through_pointer else self.address(e.base)
+            return f"({base} + offsetof({c_type(struct)}, f_{e.name}))"
+        if isinstance(e, ast.Unary) and e.op == "*":
+            return f"((uintptr_t)({self.expr(e.operand)}))"
+        raise TypeError(f"not a memory place: {type(e).__name__}")
+
+    def frame_at(self, pos, kind: str) -> str:
+        """Store a site in this function's shadow-stack slot (where it is now)."""
+        return f"*nx_fr = {self.site(pos, kind, kind)}"
+
+    def checked_call(self, e: ast.Call, pres: list[str], args: list[str]) -> str:
+        sym = e.func.sym
+        if sym.kind == "extern":
+            if sym.name in ("sys_mmap", "sys_munmap", "sys_write"):
+                what = sym.name[4:]
+                call = f"nxrt_chk_{sym.name}({', '.join(args + [str(self.site(e.pos, what, what))])})"
+            else:
+                call = f"{func_c_name(sym)}({', '.join(args)})"
+            parts = pres
+        else:
+            call = f"{func_c_name(sym)}({', '.join(args)})"
+            parts = pres + [self.frame_at(e.pos, 'call')]
+        if sym.name in self.may_unmap:
+            # A mapping may have ended: forget the site caches, after the call.
+            if e.ty is None or e.ty is VOID:
+                call = f"({call}, {_FORGET})"
+            else:
+                tmp = self.temp(e.ty)
+                call = f"({tmp} = {call}, {_FORGET}, {tmp})"
+        return f"({', '.join(parts)}, {call})" if parts else call
 
     def expr_SizeOf(self, e: ast.SizeOf) -> str:   # always folded; kept for clarity
         return c_int_literal(e.const, I64)
@@ -427,6 +532,23 @@ class FunctionEmitter:
         return c_int_literal(e.const, e.ty)
 
     expr_BoolLit = expr_IntLit
+
+
+# Where the checked code forgets its site caches (filled in when the function is done).
+_FORGET = "/*nx:forget*/"
+
+
+def _is_memory_place(e: ast.Expr) -> bool:
+    return isinstance(e, (ast.Index, ast.FieldAccess)) or (isinstance(e, ast.Unary) and e.op == "*")
+
+
+def _access_type_name(t: Type) -> str:
+    """The name of an access's type in fault messages (the Python backend's words)."""
+    if isinstance(t, PointerType):
+        return "ptr"
+    if isinstance(t, StructType):
+        return f"struct {t.name}"
+    return str(t)
 
 
 def _is_stable_place(e: ast.Expr) -> bool:
@@ -456,21 +578,31 @@ def signature(fn: Function) -> str:
     return f"static {c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
-# The entry points a gate run needs (loaded with cffi's dlopen: see build_c).
+# The entry points a gate run needs (loaded with cffi's dlopen: see build_c),
+# and those of checked mode (stubs in an unchecked build; nxc_checked() says which).
 GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);",
-             "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
+             "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);",
+             "int nxc_checked(void);", "void nxc_fault_info(int64_t *out);", "int nxc_stack_depth(void);",
+             "int nxc_stack_frame(int k);", "int nxc_stack_mirror(void *page, int64_t nbytes);",
+             "int64_t nxc_stack_bytes(void);",
+             "int nxc_buf_register(void *p, int64_t nbytes, int arg);", "void nxc_buf_clear(void);",
+             "int nxc_probe(void *p, int64_t size, int64_t align);")
+FAULT_INFO_WORDS = 10
 
 
-def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
+def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
-    (the plain path the unboxed code must agree with, bit for bit)."""
+    (the plain path the unboxed code must agree with, bit for bit).
+    checked=True checks every memory access and keeps the .nx call stack
+    (runtime/nx_runtime.h, NXRT_CHECKED)."""
     sites: list[Site] = []
     captures: dict[int, list[CapturedOperand]] = {}
     functions = []
+    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
     for fn in program.functions:
         body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, captures=captures,
-                               unbox_f32=unbox_f32).body()
+                               unbox_f32=unbox_f32, checked=checked, may_unmap=unmapping).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,
@@ -495,7 +627,7 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     text = template("module.c.j2").render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
-        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,
+        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
@@ -504,4 +636,4 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     for x in exports:
         cdef.append(f"int nxw_{x['name']}({x['params']});")
     return EmittedC(text, "\n".join(cdef) + "\n", sites,
-                    [fn for fn in program.functions if fn is not program.entry], captures)
+                    [fn for fn in program.functions if fn is not program.entry], captures, checked=checked)

@@ -311,7 +311,7 @@ class PyBackend:
         finally:
             self._sync_out()
 
-    def read(self, address: int, t):
+    def read(self, address: int, t, what=None):
         from nxc.api import NxRuntimeError as ApiError
         from nxc.backend.py.emit import type_key
         mem = runtime_modules()[1]

@@ -1,0 +1,60 @@
+"""Which functions may end a mapping (call sys_munmap, directly or through a callee).
+
+The checked C backend keeps, per access site, the mapping that site last hit
+in a local variable of the function (a register in a hot loop). Mappings only
+disappear through sys_munmap, so those caches must be forgotten after exactly
+the calls that may reach sys_munmap: this analysis names them. A kernel whose
+inner loops call only float32 helpers keeps its caches across the calls.
+"""
+from __future__ import annotations
+
+from nxc.syntax import ast
+
+
+def _calls(node, out: set) -> None:
+    """Names of the functions called anywhere in a statement or expression."""
+    if node is None:
+        return
+    if isinstance(node, ast.Block):
+        for s in node.stmts:
+            _calls(s, out)
+    elif isinstance(node, ast.VarDecl):
+        _calls(node.value, out)
+    elif isinstance(node, ast.Assign):
+        _calls(node.target, out)
+        _calls(node.value, out)
+    elif isinstance(node, ast.If):
+        _calls(node.cond, out)
+        _calls(node.then, out)
+        _calls(node.orelse, out)
+    elif isinstance(node, ast.While):
+        _calls(node.cond, out)
+        _calls(node.body, out)
+    elif isinstance(node, ast.Return):
+        _calls(node.value, out)
+    elif isinstance(node, ast.ExprStmt):
+        _calls(node.expr, out)
+    elif isinstance(node, ast.Expr):
+        if isinstance(node, ast.Call) and node.func.sym is not None:
+            out.add(node.func.sym.name)
+        for sub in ast.subexpressions(node):
+            _calls(sub, out)
+
+
+def may_unmap(program) -> set[str]:
+    """Names of the program's functions from which a call can reach sys_munmap
+    (and "sys_munmap" itself)."""
+    callees = {}
+    for fn in program.functions:
+        found: set = set()
+        _calls(fn.decl.body, found)
+        callees[fn.decl.name] = found
+    result = {"sys_munmap"}
+    changed = True
+    while changed:
+        changed = False
+        for name, called in callees.items():
+            if name not in result and called & result:
+                result.add(name)
+                changed = True
+    return result
