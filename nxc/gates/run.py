@@ -46,10 +46,12 @@ class Outcome:
         return self.status == PASS
 
 
-def run_isolated(call, timeout: float | None):
+def run_isolated(call, timeout: float | None, interrupt: bool = False):
     """Run `call()` (returning a tuple of ints, or raising) in a forked child.
 
     Returns ("ok", ints) | ("error", message) | ("crash", signame) | ("timeout", None).
+    interrupt=True: at the timeout the child first gets SIGUSR1 and a moment to
+    report where it is (the Python backend's stack), then SIGKILL.
     """
     sys.stdout.flush()
     sys.stderr.flush()
@@ -84,16 +86,18 @@ def run_isolated(call, timeout: float | None):
         ready, _, _ = select.select([r], [], [], wait)
         if not ready:
             timed_out = True
-            os.kill(pid, signal.SIGKILL)
+            if not (interrupt and _interrupted(pid)):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
             break
         data = os.read(r, 65536)
         if not data:
             break
         chunks.append(data)
     os.close(r)
-    _, status = os.waitpid(pid, 0)
     if timed_out:
         return "timeout", None
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -108,6 +112,18 @@ def run_isolated(call, timeout: float | None):
         return "error", payload[1:].decode("utf-8", "replace")
     n = (len(payload) - 1) // 8
     return "ok", struct.unpack(f"<{n}q", payload[1:])
+
+
+def _interrupted(pid: int, grace: float = 1.0) -> bool:
+    """SIGUSR1 to a timed-out child; True when it ended (and was reaped) within `grace` s."""
+    os.kill(pid, signal.SIGUSR1)
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return True
+        time.sleep(0.005)
+    return False
 
 
 def _die_with_parent() -> None:

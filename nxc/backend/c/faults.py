@@ -41,7 +41,8 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
     if what is None:
         what = s.what if s is not None and s.kind == "access" else "access"
         if s is not None and s.kind == "write":
-            what = f"sys_write: read of {size} byte{'s' if size != 1 else ''}"
+            what = f"read of {size} byte{'s' if size != 1 else ''}"
+            return "sys_write: " + describe(info, sites, what, arg_name)
 
     def mapped_at() -> str:
         if map_site >= 0:

@@ -122,12 +122,16 @@ def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
 
 # ---------------------------------------------------------------- gates
 def run_gate_py(program, timeout: float | None) -> Outcome:
+    import mmap
+    from nxc.backend.py import stack
     from nxc.backend.py.emit import emit_py
     emitted = emit_py(program)
     code = compile_py(emitted)
+    page = mmap.mmap(-1, 1 << 16)       # where the child writes its nx stack when interrupted
 
     def call():
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
+        stack.install_timeout_report(page, emitted)
         ns = _exec(emitted, code)
         rt = ns["_rt"]
         if emitted.entry is None:
@@ -135,18 +139,32 @@ def run_gate_py(program, timeout: float | None) -> Outcome:
         try:
             value = ns[emitted.entry]()
         except Exception as exc:   # noqa: BLE001 - every fault becomes a located message
-            raise describe_fault(exc, emitted.filename, emitted.text, rt, emitted.line_pos) from None
+            err = describe_fault(exc, emitted.filename, emitted.text, rt, emitted.line_pos)
+            # The message, then the nx stack (decoded by the parent below).
+            frames = stack.stack_from_traceback(exc.__traceback__, emitted, str(err))
+            raise RuntimeError(str(err) + _STACK_MARK + stack.encode(frames).decode("utf-8")) from None
         cap = {k: v for k, v in rt.captured.items() if v is not None and 0 <= k < emitted.capture_slots}
         mask = sum(1 << k for k in cap)
         raw = [_as_i64(cap.get(k, 0)) for k in range(emitted.capture_slots)]
         return (0, value, rt.gate_site, -1, mask, *raw)
 
     start = time.perf_counter()
-    kind, data = run_isolated(call, timeout)
+    kind, data = run_isolated(call, timeout, interrupt=True)
+    frames = []
+    if kind == "error" and _STACK_MARK in data:
+        data, _, encoded = data.partition(_STACK_MARK)
+        frames = stack.decode(encoded.encode("utf-8"))
+    elif kind == "timeout":
+        frames = stack.read_timeout_report(page)
+    page.close()
     outcome = outcome_from(program, kind, data, "py", time.perf_counter() - start, lambda site: "")
+    outcome.stack = frames
     if outcome.status == FAIL:
         outcome.captured = emitted.captured(data[2], data[4], data[5:])
     return outcome
+
+
+_STACK_MARK = "\x00nx-stack\x00"
 
 
 def _as_i64(v) -> int:
@@ -252,8 +270,9 @@ class PyBackend:
 
     def _error(self, exc: BaseException):
         from nxc.api import NxRuntimeError as ApiError
+        from nxc.backend.py.stack import stack_from_traceback
         err = describe_fault(exc, self.emitted.filename, self.emitted.text, self.rt, self.emitted.line_pos)
-        return ApiError(str(err))
+        return ApiError(str(err), stack_from_traceback(exc.__traceback__, self.emitted, str(err)))
 
     def _address_of(self, arr) -> int:
         entry = self._arrays.get(id(arr))
