@@ -142,6 +142,11 @@ class FunctionEmitter:
         # after which this function's site caches (nx_cbK/nx_csK) are forgotten.
         self.may_unmap = may_unmap
         self.cache_count = 0
+        # Accesses through the same pointer text at the same type share one
+        # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
+        # not three); any cache gives a complete check, sharing only decides hits.
+        self.cache_of: dict[tuple[str, str], int] = {}
+        self.pointer_text: list[str] = []     # set by address(): the pointer the place is reached through
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through nxrt_chk, every call and loop head keeps the shadow
         # stack (runtime/nx_runtime.h). All of it is written by the helpers in
@@ -477,12 +482,16 @@ class FunctionEmitter:
         return self.expr(e)
 
     def checked_place(self, e: ast.Expr, mode: str) -> str:
-        """`*(T *)nxrt_chk(address, ...)`: the place, after its access was checked."""
+        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked."""
         t = c_type(e.ty)
         site = self.site(e.pos, f"{mode} of {_access_type_name(e.ty)}", "access")
-        k = self.cache_count
-        self.cache_count += 1
-        return f"NXRT_CHK({t}, {self.address(e)}, {k}, {site})"
+        address = self.address(e)
+        key = (self.pointer_text.pop() if self.pointer_text else address, t)
+        k = self.cache_of.get(key)
+        if k is None:
+            k = self.cache_of[key] = self.cache_count
+            self.cache_count += 1
+        return f"NXRT_CHK({t}, {address}, {k}, {site})"
 
     def address(self, e: ast.Expr) -> str:
         """The address of a memory place as a uintptr_t expression, not checked
@@ -491,13 +500,22 @@ class FunctionEmitter:
             pre, base = self.sequenced(e.base, [e.index])
             text = (f"((uintptr_t)({base}) + (uintptr_t)({self.expr(e.index)}) * "
                     f"(uintptr_t)sizeof({c_type(e.ty)}))")
+            self.pointer_text = [base]
             return f"({pre}, {text})" if pre else text
         if isinstance(e, ast.FieldAccess):
             struct = e.base.ty.target if e.through_pointer else e.base.ty
-            base = f"(uintptr_t)({self.expr(e.base)})" if e.through_pointer else self.address(e.base)
+            if e.through_pointer:
+                pointer = self.expr(e.base)
+                base = f"(uintptr_t)({pointer})"
+            else:
+                base = self.address(e.base)
+                pointer = self.pointer_text[0] if self.pointer_text else base
+            self.pointer_text = [pointer]
             return f"({base} + offsetof({c_type(struct)}, f_{e.name}))"
         if isinstance(e, ast.Unary) and e.op == "*":
-            return f"((uintptr_t)({self.expr(e.operand)}))"
+            pointer = self.expr(e.operand)
+            self.pointer_text = [pointer]
+            return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
 
     def frame_at(self, pos, kind: str) -> str:
