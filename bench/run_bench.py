@@ -18,6 +18,7 @@ import os
 import platform
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -53,8 +54,25 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def paired_medians(fns, repeats: int) -> list[float]:
-    """Median time of each of `fns`, run in turns (a, b, c, a, b, c, ...).
+def in_child(fn) -> float:
+    """Seconds `fn()` takes in a freshly forked child (its memory state is the parent's)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        t0 = time.perf_counter()
+        fn()
+        os.write(w, struct.pack("d", time.perf_counter() - t0))
+        os._exit(0)
+    os.close(w)
+    data = os.read(r, 8)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return struct.unpack("d", data)[0]
+
+
+def paired_medians(fns, repeats: int, measured: bool = False) -> list[float]:
+    """Median time of each of `fns`, run in turns (a, b, c, a, b, c, ...);
+    measured=True: each fn returns its own time (in_child).
 
     The ratios in the table compare such functions: taking turns means a
     slow spell of the shared machine slows both sides of a ratio alike,
@@ -67,8 +85,8 @@ def paired_medians(fns, repeats: int) -> list[float]:
             order.reverse()          # neither side always runs first
         for i, fn in order:
             t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
+            t = fn()
+            times[i].append(t if measured else time.perf_counter() - t0)
     return [statistics.median(t) for t in times]
 
 
@@ -229,11 +247,14 @@ def bench_checked(n, n_py, repeats):
     same = np.array_equal(out_py, out_c)
     row("checked", f"GQA n={n_py}: Python backend / checked C",
         f"{ms(t_py)} / {ms(t_c)}   py/checked = {t_py / t_c:.0f}x{'' if same else '  (OUTPUTS DIFFER)'}")
-    # The paged KV-cache gate, main() in this process on each backend.
+    # The paged KV-cache gate: main() timed inside a fresh forked child each
+    # time, as a gate runs (a gate does not free all it maps: run in one
+    # process, mappings would pile up from run to run).
     gate = os.path.join(bundled_dir(), "nx_paged_kv_gate.nx")
     g = {"checked": nxc.load(gate), "unchecked": nxc.load(gate, checked=False), "py": nxc.load(gate, backend="py")}
-    t_chk, t_unc = paired_medians([g["checked"].main, g["unchecked"].main], max(5, repeats))
-    t_py = median_time(g["py"].main, max(1, repeats // 3))
+    t_chk, t_unc = paired_medians([lambda: in_child(g["checked"].main), lambda: in_child(g["unchecked"].main)],
+                                  max(9, repeats), measured=True)
+    t_py = statistics.median(in_child(g["py"].main) for _ in range(max(1, repeats // 3)))
     row("checked", "gate nx_paged_kv_gate.nx main(): checked C / unchecked C / Python",
         f"{ms(t_chk)} / {ms(t_unc)} / {ms(t_py)}   checked/unchecked = {t_chk / t_unc:.3f}, "
         f"py/checked = {t_py / t_chk:.0f}x")

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                            description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
         e.add_argument("file", metavar="FILE")
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+        if name == "emit-c":
+            e.add_argument("--checked", action="store_true",
+                           help="the checked C that nxc run builds by default (memory checks, .nx stack)")
         _add_include(e)
         _add_warn(e)
         _add_soft_f32(e)
@@ -152,7 +155,7 @@ def cmd_emit(args) -> int:
         return _report_compile_error(exc)
     if args.command == "emit-c":
         from nxc.backend.c.emit import emit_c
-        text = emit_c(program).text
+        text = emit_c(program, checked=args.checked).text
     else:
         from nxc.backend.py.emit import emit_py
         text = emit_py(program).text

@@ -108,3 +108,10 @@ def test_backend_both_gives_an_item_per_backend(gates):
     result = gates.runpytest(*plugin_args(), "--nx-backend", "both", "-k", "pass or fail", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*pass.nx::main[[]c[]] PASSED*", "*pass.nx::main[[]py[]] PASSED*"])
+
+
+def test_unchecked_option(gates):
+    result = gates.runpytest(*plugin_args(), "--nx-unchecked", "-k", "crash")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "CRASH (SIGSEGV)" in out and "the checked build (run again to locate the crash) stopped at:" in out

@@ -297,3 +297,21 @@ def test_render_expr_keeps_needed_parentheses(write_nx):
     guard = program.gate_returns[0].guard
     assert [render_expr(e) for e in guard_operands(guard)] == [
         "(a + b) * 2", "f(a - (b - 1))", "a & 0x7F", "-b", "-(a + b)", "p[a << 1]"]
+
+
+def test_unchecked_crash_is_a_crash_located_by_a_checked_rerun(tree):
+    proc = nxc_test("--unchecked", "--json", "-k", "crash", cwd=tree)
+    results = json_results(proc)
+    crash = results["crash.nx"]
+    assert crash["status"] == "CRASH" and crash["message"] == "SIGSEGV"
+    assert "the checked build (run again to locate the crash) stopped at:" in crash["report"]
+    assert "crash.nx:3:5: runtime error: write of i64 through a null pointer" in crash["report"]
+    assert crash["stack"] == [{"file": "crash.nx", "line": 3, "column": 5, "function": "main"}]
+
+
+def test_timeout_json_names_where_the_gate_was(tree):
+    proc = nxc_test("--json", "--timeout", "0.5", "-k", "hang", cwd=tree)
+    hang = json_results(proc)["hang.nx"]
+    assert hang["status"] == "TIMEOUT"
+    assert hang["stack"] == [{"file": "hang.nx", "line": line_of("hang.nx", "while"), "column": 5, "function": "main"}]
+    assert hang["message"].endswith(f"stopped in main at hang.nx:{line_of('hang.nx', 'while')}")

@@ -110,6 +110,9 @@ class Result:
     message: str = ""               # one line
     report: str = ""                # the full explanation, printed for every result that did not pass
     captured: list = field(default_factory=list)   # [(operand text, value)]
+    # The .nx stack of a run-time error, crash or timeout, innermost first:
+    # [{"file", "line", "column", "function"}]
+    stack: list = field(default_factory=list)
     seconds: float = 0.0
     front_end_seconds: float = 0.0
     build_seconds: float = 0.0
@@ -339,6 +342,8 @@ def fill_result(outcome, options: Options, r: Result) -> None:
     """Status, message and report of `r` from a gate's outcome (nxc test, the
     pytest plugin and nxc run explain a result the same way)."""
     from nxc.gates.run import describe_failure
+    r.stack = [{"file": display_path(f.file), "line": f.line, "column": f.column, "function": f.function}
+               for f in outcome.stack]
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
     r.build_seconds = outcome.build_seconds
