@@ -41,6 +41,24 @@ def _calls(node, out: set) -> None:
             _calls(sub, out)
 
 
+def calls_in(node) -> set[str]:
+    """Names of the functions called anywhere in a statement or expression."""
+    found: set = set()
+    _calls(node, found)
+    return found
+
+
+def has_loop(node) -> bool:
+    """Whether a statement holds a `while` (at any depth)."""
+    if isinstance(node, ast.While):
+        return True
+    if isinstance(node, ast.Block):
+        return any(has_loop(s) for s in node.stmts)
+    if isinstance(node, ast.If):
+        return has_loop(node.then) or (node.orelse is not None and has_loop(node.orelse))
+    return False
+
+
 def may_unmap(program) -> set[str]:
     """Names of the program's functions from which a call can reach sys_munmap
     (and "sys_munmap" itself)."""

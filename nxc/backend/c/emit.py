@@ -28,7 +28,7 @@ from nxc.syntax import ast
 from nxc.check.checker import Function, Program
 from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
-from nxc.lower.may_unmap import may_unmap
+from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -274,8 +274,13 @@ class FunctionEmitter:
         self.emit("}")
 
     def stmt_While(self, s: ast.While) -> None:
-        if self.checked:
+        if self.checked and self.restamps(s):
             self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
+        elif self.checked:
+            # Nothing in the body moves this frame's slot: stamp it once (a hot
+            # inner loop pays no store per iteration).
+            self.emit(f"{self.frame_at(s.pos, 'loop')};")
+            self.emit(f"while ({self.cond(s.cond)}) {{")
         else:
             self.emit(f"while ({self.cond(s.cond)}) {{")
         self.block(s.body)
@@ -517,6 +522,13 @@ class FunctionEmitter:
             self.pointer_text = [pointer]
             return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
+
+    def restamps(self, s: ast.While) -> bool:
+        """Whether the loop must store its site each iteration: its body (or
+        condition) holds a call of an nx function or an inner loop, which
+        store theirs in this frame's slot."""
+        own = {fn.decl.name for fn in self.program.functions}
+        return has_loop(s.body) or bool((calls_in(s.body) | calls_in(s.cond)) & own)
 
     def frame_at(self, pos, kind: str) -> str:
         """Store a site in this function's shadow-stack slot (where it is now)."""
