@@ -11,8 +11,8 @@ for `*void`), a `Pointer` returned by an earlier call, or None for null.
 Writes through a pointer land in the array. Pointers returned by nx
 functions come back as `Pointer` handles; a handle to a struct reads its
 fields by name (`seq.seq_len`). Consts are attributes. A run-time error in
-nx code (division by zero; on the Python backend also a bad memory access)
-raises `NxRuntimeError` with the .nx location.
+nx code (a bad memory access, checked by default; division by zero) raises
+`NxRuntimeError` with the .nx location and call stack.
 """
 from __future__ import annotations
 
@@ -21,27 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nxc.backend.base import Loaded, NxRuntimeError
+from nxc.backend.registry import NAMES, backend_for
 from nxc.check.checker import Function, Program
-from nxc.diagnostics import Diagnostics
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
+from nxc.diagnostics import Diagnostics
+
+__all__ = ["Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
 
 _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
            (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
-
-
-class NxRuntimeError(RuntimeError):
-    """nx code stopped with a run-time error.
-
-    The first line of str() is `path:line:col: runtime error: ...`; the .nx
-    call stack follows it. `message` is that first line, `stack` the frames
-    (nxc.gates.stack.Frame: file, line, column, function), innermost first."""
-
-    def __init__(self, message: str, stack=()):
-        from nxc.gates.stack import render_stack
-        self.message = message
-        self.stack = list(stack)
-        text = render_stack(self.stack)
-        super().__init__(message + ("\n" + text if text else ""))
 
 
 def dtype_for(t: Type):
@@ -108,8 +97,10 @@ class Function_:
         if len(args) != len(fn.params):
             raise TypeError(f"{fn.decl.name}() takes {len(fn.params)} argument"
                             f"{'s' if len(fn.params) != 1 else ''} ({len(args)} given)")
-        converted = [self._module._convert(a, p) for a, p in zip(args, fn.params)]
-        return self._module._backend.call(fn, converted, args)
+        module = self._module
+        converted = [module._convert(a, p) for a, p in zip(args, fn.params)]
+        result = module._backend.call(fn, converted)
+        return Pointer(result, fn.ret, module) if isinstance(fn.ret, PointerType) else result
 
     def __repr__(self) -> str:
         return f"<nx function {self.__doc__}>"
@@ -118,10 +109,9 @@ class Function_:
 class Module:
     """A loaded .nx module: functions and consts as attributes."""
 
-    def __init__(self, program: Program, backend):
+    def __init__(self, program: Program, backend: Loaded):
         self._program = program
         self._backend = backend
-        backend.module = self
         self.path = program.graph.root.source.path
         self.consts = {s.name: s.value for s in program.consts}
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
@@ -198,129 +188,6 @@ class Module:
         return f"<nx module {self.path} ({self._backend.name})>"
 
 
-class CBackend:
-    """checked=True (the default of nxc.load): every memory access of nx code is
-    checked against its mappings and the numpy arrays of the current call,
-    each registered with its real byte size while the call runs; a fault is
-    an NxRuntimeError with the .nx position and stack, never a dead interpreter."""
-    name = "c"
-
-    def __init__(self, program: Program, opt: str = "2", checked: bool = True):
-        from nxc.backend.c.build import build, load as load_ext
-        from nxc.backend.c.emit import emit_c
-        self.program = program
-        self.checked = checked
-        self.emitted = emit_c(program, checked=checked)
-        self.built = build(self.emitted, opt=opt)
-        self.lib, self.ffi = load_ext(self.built)
-        self.module = None
-        self._arg_names: list[str] = []
-
-    def _fault_info(self):
-        from nxc.backend.c.emit import FAULT_INFO_WORDS
-        info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
-        self.lib.nxc_fault_info(info)
-        return list(info)
-
-    def _arg_name(self, k: int):
-        return self._arg_names[k] if 0 <= k < len(self._arg_names) else None
-
-    def _trap(self) -> NxRuntimeError:
-        from nxc.backend.c import faults
-        info = self._fault_info()
-        trap_site = self.lib.nxc_trap_site()
-        site = int(info[7]) if info[0] != faults.F_NONE else trap_site
-        if info[0] != faults.F_NONE:
-            text = faults.describe(info, self.emitted.sites, arg_name=self._arg_name)
-            message = f"{faults.site_where(self.emitted.sites, site)}: runtime error: {text}"
-        else:
-            message = faults.trap_message(info, trap_site, self.emitted.sites)
-        frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
-        return NxRuntimeError(message, faults.stack_from(frames, self.emitted.sites, site))
-
-    def _c_arg(self, value, param, keep):
-        if isinstance(value, tuple):
-            kind = value[0]
-            if kind == "null":
-                return self.ffi.NULL
-            if kind == "ptr":
-                return self.ffi.cast("void *", value[1])
-            arr = value[1]
-            keep.append(arr)
-            return self.ffi.cast("void *", arr.ctypes.data)
-        return value
-
-    def call(self, fn: Function, converted, original):
-        keep = []
-        c_args = [self._c_arg(v, p, keep) for v, p in zip(converted, fn.params)]
-        wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
-        from nxc.check.types import VOID
-        if self.checked:
-            # The arrays are valid memory for this call only, with their real sizes.
-            self._arg_names = [p.name for p in fn.params]
-            for k, v in enumerate(converted):
-                if isinstance(v, tuple) and v[0] == "array":
-                    if self.lib.nxc_buf_register(c_args[k], v[1].nbytes, k) != 0:
-                        self.lib.nxc_buf_clear()
-                        raise ValueError(f"{fn.decl.name}(): more numpy arrays than the checked runtime "
-                                         "registers per call (64)")
-        try:
-            if fn.ret is VOID:
-                status = wrapper(*c_args)
-                result = None
-            else:
-                out = self.ffi.new(_out_ctype(fn.ret))
-                status = wrapper(*c_args, out)
-                result = out[0]
-        finally:
-            if self.checked:
-                self.lib.nxc_buf_clear()
-        if status != 0:
-            raise self._trap()
-        if isinstance(fn.ret, PointerType):
-            return Pointer(int(self.ffi.cast("uintptr_t", result)), fn.ret, self.module)
-        if isinstance(fn.ret, BoolType):
-            return bool(result)
-        return result
-
-    def run_main(self) -> int:
-        out = self.ffi.new("int64_t *")
-        if self.lib.nxc_run_main(out) != 0:
-            raise self._trap()
-        return out[0]
-
-    def _probe(self, address: int, size: int, align: int, what: str) -> None:
-        """Checked mode: raise unless [address, address + size) is live memory."""
-        from nxc.backend.c import faults
-        if self.lib.nxc_probe(self.ffi.cast("void *", address), size, align) != 0:
-            text = faults.describe(self._fault_info(), self.emitted.sites, what=what)
-            raise NxRuntimeError(f"runtime error: {text}")
-
-    def read(self, address: int, t: Type, what: str | None = None):
-        if address == 0:
-            raise NxRuntimeError("runtime error: read through a null pointer")
-        from nxc.backend.c.emit import c_type
-        ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
-        if self.checked:
-            size = self.ffi.sizeof(ct)
-            self._probe(address, size, size, f"{what or 'read'} ({t})")
-        value = self.ffi.cast(ct + " *", address)[0]
-        return bool(value) if isinstance(t, BoolType) else int(value)
-
-    def read_array(self, address: int, count: int, dtype) -> np.ndarray:
-        if self.checked and count > 0:
-            self._probe(address, count * dtype.itemsize, dtype.itemsize,
-                        f"read of {count} {dtype} element{'s' if count != 1 else ''}")
-        buf = self.ffi.buffer(self.ffi.cast("char *", address), count * dtype.itemsize)
-        return np.frombuffer(bytes(buf), dtype=dtype).copy()
-
-
-def _out_ctype(t: Type) -> str:
-    """The C type of a result slot for `t` (pointers come back as void *)."""
-    from nxc.backend.c.emit import c_abi_type
-    return "void **" if isinstance(t, PointerType) else c_abi_type(t) + " *"
-
-
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
          soft_f32: bool = False, checked: bool = True) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
@@ -335,10 +202,8 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     Raises diagnostics.CompileError for mistakes in the .nx code.
     """
     from nxc.check.frontend import check_file
-    if backend not in ("c", "py"):
+    if backend not in NAMES:
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
     program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
-    if backend == "c":
-        return Module(program, CBackend(program, opt, checked=checked))
-    from nxc.backend.py.run import PyBackend
-    return Module(program, PyBackend(program))
+    prepared = backend_for(backend, checked=checked).prepare(program, purpose="api", opt=opt)
+    return Module(program, prepared.loaded)

@@ -11,8 +11,7 @@ import time
 
 from nxc import __version__
 from nxc.diagnostics import CompileError, Diagnostics
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,6 +38,10 @@ def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
     p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+    _add_unchecked(p)
+
+
+def _add_unchecked(p):
     p.add_argument("--unchecked", action="store_true",
                    help="C without memory checks and .nx stack (faster; a crash is then located by a checked re-run)")
 
@@ -77,8 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
         e.add_argument("file", metavar="FILE")
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         if name == "emit-c":
-            e.add_argument("--checked", action="store_true",
-                           help="the checked C that nxc run builds by default (memory checks, .nx stack)")
+            _add_unchecked(e)       # by default the checked C that nxc run builds
         _add_include(e)
         _add_warn(e)
         _add_soft_f32(e)
@@ -153,12 +155,11 @@ def cmd_emit(args) -> int:
         program, _ = _front(args.file, args)
     except CompileError as exc:
         return _report_compile_error(exc)
+    from nxc.backend.registry import backend_for
     if args.command == "emit-c":
-        from nxc.backend.c.emit import emit_c
-        text = emit_c(program, checked=args.checked).text
+        text = backend_for("c", checked=not args.unchecked).emit(program).text
     else:
-        from nxc.backend.py.emit import emit_py
-        text = emit_py(program).text
+        text = backend_for("py").emit(program).text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -167,37 +168,33 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
-# Exit statuses of `nxc run` (README, docs/runner.md): a failing gate is 1 (its
-# value is printed), everything else a fixed status of its own, after the
-# shell's conventions where it has one (124 like timeout(1), 128+N for signal N).
-RUN_PASS, RUN_FAIL, RUN_USAGE, RUN_COMPILE_ERROR, RUN_RUNTIME_ERROR = 0, 1, 2, 3, 4
-RUN_MISMATCH, RUN_INTERNAL, RUN_TIMEOUT, RUN_SIGNAL_BASE = 5, 70, 124, 128
-
-
 def cmd_run(args) -> int:
+    """Exit statuses: protocol.RUN_* (README, docs/runner.md)."""
     import signal
-    from nxc.gates import runner
+    from nxc.gates import execute as gates_execute
+    from nxc.gates import protocol as P
     from nxc.gates.run import execute
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
-        return EXIT_USAGE
+        return P.RUN_USAGE
     t0 = time.perf_counter()
     try:
         program, _ = _front(args.file, args)
     except CompileError as exc:
         _report_compile_error(exc)
-        return RUN_COMPILE_ERROR
+        return P.RUN_COMPILE_ERROR
     t1 = time.perf_counter()
     if program.entry is None:
         print(f"nxc: error: {args.file} has no gate: declare 'func main() -> i64' to run it", file=sys.stderr)
-        return RUN_USAGE
+        return P.RUN_USAGE
+    options = gates_execute.Options(timeout=args.timeout, checked=not args.unchecked)
     try:
         outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
-                           timeout=args.timeout, verbose=args.verbose, checked=not args.unchecked)
+                           timeout=args.timeout, verbose=args.verbose, checked=options.checked)
     except Exception as exc:  # noqa: BLE001 - a bug in nxc (the C compiler rejected generated code ...)
-        r = runner.internal_error(runner.Result(args.file, args.file, "gate", args.backend, runner.ERROR), exc, 0.0)
-        print(r.report, file=sys.stderr)
-        return RUN_INTERNAL
+        r = gates_execute.Result(args.file, args.file, "gate", args.backend, Status.INTERNAL_ERROR)
+        print(gates_execute.internal_error(r, exc, 0.0).report, file=sys.stderr)
+        return P.RUN_INTERNAL
     if args.verbose:
         print(f"nxc: front end {1000 * (t1 - t0):.1f} ms", file=sys.stderr)
     first = outcomes[0]
@@ -205,27 +202,26 @@ def cmd_run(args) -> int:
         print("MISMATCH between backends: " + "; ".join(
             f"{o.backend}: {o.status} {o.value if o.value is not None else o.message}" for o in outcomes),
             file=sys.stderr)
-        return RUN_MISMATCH
-    if first.status == "PASS":
+        return P.RUN_MISMATCH
+    if first.status == Status.PASS:
         if args.verbose:
             print(f"PASS {args.file}", file=sys.stderr)
-        return RUN_PASS
-    options = runner.Options(timeout=args.timeout, checked=not args.unchecked)
-    r = runner.Result(args.file, args.file, "gate", first.backend, first.status)
-    runner.fill_result(first, options, r)
+        return P.RUN_PASS
+    r = gates_execute.Result(args.file, args.file, "gate", first.backend, first.status)
+    gates_execute.fill_result(first, program, options, r)
     print(r.report or f"{r.status}: {r.message}", file=sys.stderr)
-    if first.status == "FAIL":
-        return RUN_FAIL
-    if first.status == runner.RUNTIME_ERROR:
-        return RUN_RUNTIME_ERROR
-    if first.status == runner.TIMEOUT:
-        return RUN_TIMEOUT
-    if first.status == runner.CRASH and first.message.startswith("SIG"):
+    if first.status == Status.FAIL:
+        return P.RUN_FAIL
+    if first.status == Status.RUNTIME_ERROR:
+        return P.RUN_RUNTIME_ERROR
+    if first.status == Status.TIMEOUT:
+        return P.RUN_TIMEOUT
+    if first.status == Status.CRASH and first.message.startswith("SIG"):
         try:
-            return RUN_SIGNAL_BASE + signal.Signals[first.message].value
+            return P.RUN_SIGNAL_BASE + signal.Signals[first.message].value
         except KeyError:
             pass
-    return RUN_INTERNAL
+    return P.RUN_INTERNAL
 
 
 def cmd_cache(args) -> int:
@@ -252,13 +248,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     if args.command == "test":
-        from nxc.gates.runner import main as test_main
+        from nxc.gates.command import main as test_main
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_FAIL
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 
 from nxc.diagnostics import display_path
-from nxc.gates.stack import Frame
+from nxc.gates.protocol import Site
 
 # Fault kinds (enum in runtime/nx_runtime.h).
 F_NONE, F_NULL, F_OOB, F_BEFORE, F_UNMAPPED, F_MISALIGNED, F_WILD = 0, 1, 2, 3, 4, 5, 6
@@ -91,14 +91,14 @@ def trap_message(info, trap_site: int, sites) -> str:
     return f"{site_where(sites, site)}: runtime error: {text}"
 
 
-def frame_of(sites, k: int) -> Frame | None:
+def frame_of(sites, k: int) -> Site | None:
     if 0 <= k < len(sites):
         s = sites[k]
-        return Frame(s.path, s.line, s.col, s.function)
+        return Site(s.path, s.line, s.col, s.function)
     return None
 
 
-def stack_from(frames, sites, fault_site: int | None = None) -> list[Frame]:
+def stack_from(frames, sites, fault_site: int | None = None) -> tuple[Site, ...]:
     """Frames innermost first from shadow-stack slots (outermost first).
 
     With `fault_site` the innermost frame is the fault's position (its slot
@@ -106,7 +106,7 @@ def stack_from(frames, sites, fault_site: int | None = None) -> list[Frame]:
     out = [frame_of(sites, k) for k in reversed(list(frames))]
     if fault_site is not None and fault_site >= 0 and out:
         out[0] = frame_of(sites, fault_site)
-    return [f for f in out if f is not None]
+    return tuple(f for f in out if f is not None)
 
 
 def read_mirror(page) -> list[int]:

@@ -5,7 +5,7 @@ the generated module's file name, and every generated line maps to the nx
 statement it came from (EmittedPy.line_pos). So the nx stack of a fault is
 the traceback's frames of generated code, and the stack of a gate stopped by
 its timeout is the chain of frames the interrupting signal found: the same
-`Frame`s (nxc/gates/stack.py) the checked C backend reads from its shadow
+`protocol.Site`s the checked C backend reads from its shadow
 stack, innermost first.
 
 For a timeout, the gate's child installs `install_timeout_report`: the
@@ -21,26 +21,26 @@ import re
 import signal
 import struct
 
-from nxc.gates.stack import Frame
+from nxc.gates.protocol import Site
 
 _LOCATED = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): ")
 
 
-def _frame_of(code, lineno: int, emitted, nx_names: dict) -> Frame | None:
+def _frame_of(code, lineno: int, emitted, nx_names: dict) -> Site | None:
     if code.co_filename != emitted.filename:
         return None
     pos = emitted.line_pos.get(lineno)
     if pos is None:
         return None
     path, line, col = pos
-    return Frame(path, line, col, nx_names.get(code.co_name, code.co_name))
+    return Site(path, line, col, nx_names.get(code.co_name, code.co_name))
 
 
 def _nx_names(emitted) -> dict:
     return {py: nx for nx, py in emitted.names.items()}
 
 
-def stack_from_traceback(tb, emitted, message: str = "") -> list[Frame]:
+def stack_from_traceback(tb, emitted, message: str = "") -> list[Site]:
     """The nx frames of a traceback, innermost first. The innermost frame takes
     the fault's own column when `message` names the same line."""
     names = _nx_names(emitted)
@@ -53,11 +53,11 @@ def stack_from_traceback(tb, emitted, message: str = "") -> list[Frame]:
     frames.reverse()
     m = _LOCATED.match(message)
     if frames and m and int(m["line"]) == frames[0].line:
-        frames[0] = frames[0]._replace(column=int(m["col"]))
+        frames[0] = Site(frames[0].file, frames[0].line, int(m["col"]), frames[0].function)
     return frames
 
 
-def stack_from_frame(frame, emitted) -> list[Frame]:
+def stack_from_frame(frame, emitted) -> list[Site]:
     """The nx frames from a live Python frame outwards, innermost first."""
     names = _nx_names(emitted)
     frames = []
@@ -70,12 +70,12 @@ def stack_from_frame(frame, emitted) -> list[Frame]:
 
 
 def encode(frames) -> bytes:
-    return json.dumps([list(f) for f in frames]).encode("utf-8")
+    return json.dumps([[f.file, f.line, f.column, f.function] for f in frames]).encode("utf-8")
 
 
-def decode(data: bytes) -> list[Frame]:
+def decode(data: bytes) -> list[Site]:
     try:
-        return [Frame(str(a), int(b), int(c), str(d)) for a, b, c, d in json.loads(data.decode("utf-8"))]
+        return [Site(str(a), int(b), int(c), str(d)) for a, b, c, d in json.loads(data.decode("utf-8"))]
     except (ValueError, TypeError):
         return []
 
@@ -91,6 +91,6 @@ def install_timeout_report(page, emitted) -> None:
     signal.signal(signal.SIGUSR1, report)
 
 
-def read_timeout_report(page) -> list[Frame]:
+def read_timeout_report(page) -> list[Site]:
     n = struct.unpack_from("<I", page, 0)[0]
     return decode(bytes(page[4:4 + n])) if 0 < n <= len(page) - 4 else []
