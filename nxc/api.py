@@ -16,6 +16,7 @@ nx code (a bad memory access, checked by default; division by zero) raises
 """
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 
@@ -23,11 +24,13 @@ import numpy as np
 
 from nxc.backend.base import Loaded, NxRuntimeError
 from nxc.backend.registry import NAMES, backend_for
-from nxc.check.checker import Function, Program
+from nxc.check.checker import Function, Program, Symbol
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import Diagnostics
 
-__all__ = ["Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
+__all__ = ["CompileError", "Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
+
+from nxc.diagnostics import CompileError  # noqa: E402 - re-exported: nxc.CompileError
 
 _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
            (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
@@ -81,19 +84,59 @@ class Pointer:
         return f"<nx pointer {self.type} at 0x{self.address:x}>"
 
 
-class Function_:
-    """One nx function, callable from Python."""
+def doc_comment(decl) -> str:
+    """The `//` comment lines right above a declaration, without the slashes."""
+    src, n = decl.pos.file, decl.pos.line - 1
+    lines = []
+    while n >= 1:
+        text = src.line_text(n).strip()
+        if not text.startswith("//"):
+            break
+        lines.append(text[2:].strip() if not text.startswith("///") else text[3:].strip())
+        n -= 1
+    return "\n".join(reversed(lines)).strip()
 
-    def __init__(self, module: "Module", fn: Function):
+
+def extern_function(sym: Symbol) -> Function:
+    """An `extern func` declared by the program, shaped like a checked Function
+    (its parameters named as the declaration names them)."""
+    params = [Symbol("param", p.name, t, p.pos) for p, t in zip(sym.decl.params, sym.type.params)]
+    return Function(sym, sym.decl, params, sym.type.ret, getattr(sym, "module", None))
+
+
+class Function_:
+    """One nx function, callable from Python: positional or keyword arguments
+    (`inspect.signature` gives the nx parameter names), the `.nx` signature
+    and doc comment as its docstring."""
+
+    def __init__(self, module: "Module", fn: Function, extern: bool = False):
         self._module = module
         self._fn = fn
-        self.__name__ = fn.decl.name
+        self.__name__ = self.__qualname__ = fn.decl.name
         params = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
         ret = "" if isinstance(fn.ret, VoidType) else f" -> {fn.ret}"
-        self.__doc__ = f"func {fn.decl.name}({params}){ret}  ({fn.decl.pos})"
+        kind = "extern func" if extern else "func"
+        self.signature_text = f"{kind} {fn.decl.name}({params}){ret}"
+        doc = doc_comment(fn.decl)
+        where = "provided by the nxc runtime" if extern else f"{fn.decl.pos.file.display}:{fn.decl.pos.line}"
+        self.__doc__ = self.signature_text + (f"\n\n{doc}" if doc else "") + f"\n\n({where})"
+        P = inspect.Parameter
+        self.__signature__ = inspect.Signature(
+            [P(p.name, P.POSITIONAL_OR_KEYWORD, annotation=str(p.type)) for p in fn.params],
+            return_annotation=inspect.Signature.empty if isinstance(fn.ret, VoidType) else str(fn.ret))
 
-    def __call__(self, *args):
+    def __get__(self, obj, objtype=None):
+        # A method descriptor to pydoc (help(module) documents it as a routine,
+        # with its signature); reading it from a module gives this object itself.
+        return self
+
+    def __call__(self, *args, **kwargs):
         fn = self._fn
+        if kwargs:
+            try:
+                args = self.__signature__.bind(*args, **kwargs).args
+            except TypeError as exc:
+                raise TypeError(f"{fn.decl.name}(): {exc}") from None
         if len(args) != len(fn.params):
             raise TypeError(f"{fn.decl.name}() takes {len(fn.params)} argument"
                             f"{'s' if len(fn.params) != 1 else ''} ({len(args)} given)")
@@ -103,11 +146,22 @@ class Function_:
         return Pointer(result, fn.ret, module) if isinstance(fn.ret, PointerType) else result
 
     def __repr__(self) -> str:
-        return f"<nx function {self.__doc__}>"
+        return f"<nx function {self.signature_text}>"
 
 
 class Module:
-    """A loaded .nx module: functions and consts as attributes."""
+    """A loaded .nx module: functions and consts as attributes.
+
+    Each load gets its own subclass holding the functions as class
+    attributes, so that help(module) lists them with their signatures and
+    doc comments."""
+
+    def __new__(cls, program: Program, backend: Loaded):
+        if cls is not Module:
+            return super().__new__(cls)
+        name = os.path.basename(program.graph.root.source.path)
+        sub = type(f"nx_module_{os.path.splitext(name)[0]}", (Module,), {"__module__": "nxc.api"})
+        return super().__new__(sub)
 
     def __init__(self, program: Program, backend: Loaded):
         self._program = program
@@ -116,6 +170,21 @@ class Module:
         self.consts = {s.name: s.value for s in program.consts}
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
                           if fn is not program.entry}
+        for sym in program.externs:
+            if sym.name not in self.functions:
+                self.functions[sym.name] = Function_(self, extern_function(sym), extern=True)
+        cls = type(self)
+        if cls is not Module:
+            for name, f in self.functions.items():
+                setattr(cls, name, f)
+            lines = [f"The nx module {self.path} ({backend.name} backend)."]
+            doc = doc_comment_of_module(program)
+            if doc:
+                lines += ["", doc]
+            lines += ["", "Functions:"] + [f"    {f.signature_text}" for f in self.functions.values()]
+            if self.consts:
+                lines += ["", "Consts:"] + [f"    {k} = {v}" for k, v in self.consts.items()]
+            cls.__doc__ = "\n".join(lines)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -188,6 +257,34 @@ class Module:
         return f"<nx module {self.path} ({self._backend.name})>"
 
 
+def doc_comment_of_module(program) -> str:
+    """The `//` comment block a module's file starts with."""
+    src = program.graph.root.source
+    lines = []
+    for n in range(1, len(src.text.splitlines()) + 1):
+        text = src.line_text(n).strip()
+        if not text.startswith("//"):
+            break
+        lines.append(text[2:].strip())
+    return "\n".join(lines).strip()
+
+
+def find_module(path: str, include: list[str] | None = None) -> str:
+    """`path` itself if it is a file; else a bare name (`nx_f32.nx`, or `nx_f32`)
+    looked up as an import is: in each include folder, NXPATH, then the bundled
+    nx_src/."""
+    if os.path.isfile(path) or os.path.dirname(path):
+        return path
+    from nxc.syntax.loader import search_path
+    names = [path] if path.endswith(".nx") else [path, path + ".nx"]
+    for folder in search_path(include):
+        for name in names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return path                 # the front end reports it as missing
+
+
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
          soft_f32: bool = False, checked: bool = True) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
@@ -204,6 +301,6 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     from nxc.check.frontend import check_file
     if backend not in NAMES:
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
-    program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
+    program = check_file(find_module(path, include), include, Diagnostics(warnings=False), soft_f32=soft_f32)
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="api", opt=opt)
     return Module(program, prepared.loaded)

@@ -653,6 +653,20 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
                         "call": f"nxf_{fn.decl.name}({', '.join(call_args)})",
                         "returns": fn.ret is not VOID,
                         "ret_abi": c_abi_type(fn.ret)})
+    # The externs the program declares are callable through the Python API too
+    # (`nxc.load("nx_f32.nx").nx_f32_add`): a wrapper calls the runtime's.
+    for sym in program.externs:
+        ftype = sym.type
+        params = [f"{c_abi_type(t)} a{i}" for i, t in enumerate(ftype.params)]
+        call_args = [f"({c_type(t)})a{i}" for i, t in enumerate(ftype.params)]
+        if sym.name in ("sys_mmap", "sys_munmap", "sys_write") and checked:
+            call = f"nxrt_chk_{sym.name}({', '.join(call_args + ['-1'])})"     # site -1: the Python API
+        else:
+            call = f"nxrt_{sym.name}({', '.join(call_args)})"
+        if ftype.ret is not VOID:
+            params.append(f"{c_abi_type(ftype.ret)} *out")
+        exports.append({"name": sym.name, "params": ", ".join(params) or "void", "call": call,
+                        "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
     root = program.graph.root.source.path
     text = template("module.c.j2").render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
