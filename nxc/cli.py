@@ -6,6 +6,7 @@ and a non-zero exit status, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -54,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="parse and check modules, report every error",
                        description="Parse and type-check each FILE and everything it imports.")
-    c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("files", nargs="+", metavar="FILE", help="modules, or folders (every .nx module under them)")
     _add_include(c)
     _add_warn(c)
 
@@ -62,8 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compile FILE and run its gate (checked C by default). Exit status: 0 pass, "
                                    "1 the gate failed (its value and the return that produced it are printed), "
                                    "2 usage, 3 compile error, 4 run-time error, 5 backends disagree, "
-                                   "70 internal error, 124 timeout, 128+N killed by signal N.")
-    r.add_argument("file", metavar="FILE")
+                                   "70 internal error, 124 timeout, 128+N killed by signal N. "
+                                   "A folder runs every gate under it: 0 if all passed, else 1.")
+    r.add_argument("file", metavar="FILE", help="a module, or a folder: run every gate under it")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
     r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
@@ -113,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
                                     "built modules (c/) and parsed modules (parse/).")
     ca.add_argument("action", choices=["info", "clear"])
+
+    from nxc.tools.commands import add_tool_parsers     # port, fmt, info
+    add_tool_parsers(sub, _add_include)
     return p
 
 
@@ -139,9 +144,15 @@ def _report_compile_error(exc: CompileError) -> int:
     return EXIT_FAIL
 
 
+def _modules_of(paths: list[str]) -> list[str]:
+    """Folders stand for every .nx module under them (as for `nxc test`)."""
+    from nxc.gates.collect import find_modules
+    return [p for arg in paths for p in (find_modules([arg]) if os.path.isdir(arg) else [arg])]
+
+
 def cmd_check(args) -> int:
     status = EXIT_OK
-    for path in args.files:
+    for path in _modules_of(args.files):
         try:
             _front(path, args)
         except CompileError as exc:
@@ -168,8 +179,35 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
+def _run_folder(args) -> int:
+    """`nxc run DIR`: every gate under DIR, one after another; library modules are skipped."""
+    import copy
+    from nxc.diagnostics import display_path
+    status, ran = EXIT_OK, 0
+    for path in _modules_of([args.file]):
+        try:
+            program, _ = _front(path, args)
+        except CompileError as exc:
+            status = _report_compile_error(exc)
+            continue
+        if program.entry is None:
+            continue
+        one = copy.copy(args)
+        one.file = path
+        ran += 1
+        result = cmd_run(one)
+        print(f"{'PASS' if result == EXIT_OK else 'FAIL'} {display_path(path)}", file=sys.stderr)
+        status = status if result == EXIT_OK else EXIT_FAIL
+    if ran == 0 and status == EXIT_OK:
+        print(f"nxc: error: no gate under {args.file}", file=sys.stderr)
+        return EXIT_FAIL
+    return status
+
+
 def cmd_run(args) -> int:
     """Exit statuses: protocol.RUN_* (README, docs/runner.md)."""
+    if os.path.isdir(args.file):
+        return _run_folder(args)
     import signal
     from nxc.gates import execute as gates_execute
     from nxc.gates import protocol as P
@@ -239,6 +277,8 @@ def cmd_cache(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "run": cmd_run, "emit-c": cmd_emit, "emit-py": cmd_emit, "cache": cmd_cache}
+from nxc.tools.commands import TOOL_COMMANDS  # noqa: E402 - port, fmt, info: registered in build_parser
+COMMANDS.update(TOOL_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:
