@@ -11,40 +11,48 @@ from __future__ import annotations
 from nxc.syntax import ast
 
 
-def _calls(node, out: set) -> None:
+def _symbol(e):
+    """The symbol a name resolved to, where the checker left it on the node."""
+    return getattr(e, "sym", None)
+
+
+def _calls(node, out: set, sym) -> None:
     """Names of the functions called anywhere in a statement or expression."""
     if node is None:
         return
     if isinstance(node, ast.Block):
         for s in node.stmts:
-            _calls(s, out)
+            _calls(s, out, sym)
     elif isinstance(node, ast.VarDecl):
-        _calls(node.value, out)
+        _calls(node.value, out, sym)
     elif isinstance(node, ast.Assign):
-        _calls(node.target, out)
-        _calls(node.value, out)
+        _calls(node.target, out, sym)
+        _calls(node.value, out, sym)
     elif isinstance(node, ast.If):
-        _calls(node.cond, out)
-        _calls(node.then, out)
-        _calls(node.orelse, out)
+        _calls(node.cond, out, sym)
+        _calls(node.then, out, sym)
+        _calls(node.orelse, out, sym)
     elif isinstance(node, ast.While):
-        _calls(node.cond, out)
-        _calls(node.body, out)
+        _calls(node.cond, out, sym)
+        _calls(node.body, out, sym)
     elif isinstance(node, ast.Return):
-        _calls(node.value, out)
+        _calls(node.value, out, sym)
     elif isinstance(node, ast.ExprStmt):
-        _calls(node.expr, out)
+        _calls(node.expr, out, sym)
     elif isinstance(node, ast.Expr):
-        if isinstance(node, ast.Call) and node.func.sym is not None:
-            out.add(node.func.sym.name)
+        if isinstance(node, ast.Call):
+            s = sym(node.func)
+            if s is not None:
+                out.add(s.name)
         for sub in ast.subexpressions(node):
-            _calls(sub, out)
+            _calls(sub, out, sym)
 
 
-def calls_in(node) -> set[str]:
-    """Names of the functions called anywhere in a statement or expression."""
+def calls_in(node, sym=None) -> set[str]:
+    """Names of the functions called anywhere in a statement or expression;
+    `sym(name_expr)` gives a name's symbol (the checker's table)."""
     found: set = set()
-    _calls(node, found)
+    _calls(node, found, sym or _symbol)
     return found
 
 
@@ -62,11 +70,9 @@ def has_loop(node) -> bool:
 def may_unmap(program) -> set[str]:
     """Names of the program's functions from which a call can reach sys_munmap
     (and "sys_munmap" itself)."""
-    callees = {}
-    for fn in program.functions:
-        found: set = set()
-        _calls(fn.decl.body, found)
-        callees[fn.decl.name] = found
+    info = getattr(program, "info", None)
+    sym = info.sym if info is not None else _symbol
+    callees = {fn.decl.name: calls_in(fn.decl.body, sym) for fn in program.functions}
     result = {"sys_munmap"}
     changed = True
     while changed:
