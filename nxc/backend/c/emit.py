@@ -659,8 +659,11 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
         ftype = sym.type
         params = [f"{c_abi_type(t)} a{i}" for i, t in enumerate(ftype.params)]
         call_args = [f"({c_type(t)})a{i}" for i, t in enumerate(ftype.params)]
+        soft = "nx_soft_" + sym.name[len("nx_"):]           # --soft-f32: the .nx primitive instead
         if sym.name in ("sys_mmap", "sys_munmap", "sys_write") and checked:
             call = f"nxrt_chk_{sym.name}({', '.join(call_args + ['-1'])})"     # site -1: the Python API
+        elif any(fn.decl.name == soft for fn in program.functions):
+            call = f"nxf_{soft}({', '.join(call_args)})"
         else:
             call = f"nxrt_{sym.name}({', '.join(call_args)})"
         if ftype.ret is not VOID:
