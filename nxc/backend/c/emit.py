@@ -147,6 +147,13 @@ class FunctionEmitter:
         # not three); any cache gives a complete check, sharing only decides hits.
         self.cache_of: dict[tuple[str, str], int] = {}
         self.pointer_text: list[str] = []     # set by address(): the pointer the place is reached through
+        # A function with no loop and no call of an nx function takes no shadow-stack
+        # frame: it cannot spin or recurse, and a fault in it names it by its own
+        # site (faults.stack_from puts it on top of its caller's frame). Small
+        # helpers called in hot loops (nx_f32_max, nx_f32_exp) stay as cheap
+        # and as inlinable as unchecked.
+        own = {f.decl.name for f in program.functions}
+        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body) & own))
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through nxrt_chk, every call and loop head keeps the shadow
         # stack (runtime/nx_runtime.h). All of it is written by the helpers in
@@ -198,11 +205,11 @@ class FunctionEmitter:
     # ---- statements ----
     def body(self) -> list[str]:
         prologue = []
-        if self.checked:
+        if self.framed:
             prologue = [f"    volatile int32_t *nx_fr = nxrt_enter({self.site(self.fn.decl.pos, 'entry', 'entry')});"]
         for s in self.fn.decl.body.stmts:
             self.stmt(s)
-        if self.checked and self.fn.ret is VOID:
+        if self.framed and self.fn.ret is VOID:
             self.emit("nxrt_leave();")
         decls = ["    " + t for t in self.temps]
         if self.checked:
@@ -293,14 +300,14 @@ class FunctionEmitter:
         self.emit("continue;")
 
     def stmt_Return(self, s: ast.Return) -> None:
-        leave = "nxrt_leave(); " if self.checked else ""
+        leave = "nxrt_leave(); " if self.framed else ""
         if s.value is None:
             self.emit(f"{leave}return;")
             return
         v = self.expr(s.value)
         if self.gate and s.site is not None:
             self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {s.site}; {leave}return nx_r; }}")
-        elif self.checked:
+        elif self.framed:
             self.emit(f"{{ {c_type(self.fn.ret)} nx_r = {v}; {leave}return nx_r; }}")
         else:
             self.emit(f"return {v};")

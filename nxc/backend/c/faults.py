@@ -101,12 +101,19 @@ def frame_of(sites, k: int) -> Site | None:
 def stack_from(frames, sites, fault_site: int | None = None) -> tuple[Site, ...]:
     """Frames innermost first from shadow-stack slots (outermost first).
 
-    With `fault_site` the innermost frame is the fault's position (its slot
-    holds the last loop or call of that function)."""
+    With `fault_site` the innermost frame is the fault's position: it replaces
+    the top slot when that is the same function's (which holds its last loop or
+    call), else it goes on top (a function without loops or calls keeps no
+    frame: the top slot is its caller's, at the call)."""
     out = [frame_of(sites, k) for k in reversed(list(frames))]
-    if fault_site is not None and fault_site >= 0 and out:
-        out[0] = frame_of(sites, fault_site)
+    fault = frame_of(sites, fault_site) if fault_site is not None else None
+    if fault is not None:
+        if out and out[0] is not None and out[0].function == fault.function:
+            out[0] = fault
+        else:
+            out.insert(0, fault)
     return tuple(f for f in out if f is not None)
+
 
 
 def read_mirror(page) -> list[int]:
