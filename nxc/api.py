@@ -24,7 +24,7 @@ import numpy as np
 
 from nxc.backend.base import Loaded, NxRuntimeError
 from nxc.backend.registry import NAMES, backend_for
-from nxc.check.checker import Function, Program, Symbol
+from nxc.check.program import Function, Program, Symbol
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import Diagnostics
 
