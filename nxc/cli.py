@@ -84,6 +84,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only items whose id, file name, kind (gate/library) or backend contains PATTERN; "
                         "'and', 'or', 'not' and parentheses combine words, as in pytest")
     t.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first item that does not pass")
+    t.add_argument("--maxfail", type=int, default=None, metavar="N", help="stop after N items did not pass")
+    t.add_argument("--lf", "--last-failed", dest="lf", action="store_true",
+                   help="run only the items that did not pass last time (all if none failed)")
+    t.add_argument("--ff", "--failed-first", dest="ff", action="store_true",
+                   help="run the items that did not pass last time first, then the rest")
+    t.add_argument("--rerun", action="store_true",
+                   help="run every gate, even one that passed before with the same build (PASS (cached))")
+    t.add_argument("--durations", type=int, default=None, metavar="N",
+                   help="list the N slowest items with front-end, build and run time (0: all)")
+    t.add_argument("--partition", metavar="slice:K/N|hash:K/N",
+                   help="run only share K of N of the modules (CI sharding; see docs/runner.md)")
+    t.add_argument("-W", dest="warnings_as", choices=["error"], default=None,
+                   help="-W error: a module with warnings does not pass (COMPILE-ERROR)")
+    t.add_argument("--watch", action="store_true",
+                   help="after the run, rerun the gates a change affects whenever a .nx file under PATHs "
+                        "changes (Ctrl-C ends it)")
+    t.add_argument("--watch-iterations", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N reruns
+    t.add_argument("--watch-interval", type=float, default=0.5, help=argparse.SUPPRESS)   # seconds between looks
     t.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="run N modules at once (default and 0: one per CPU)")
     t.add_argument("--backend", default="c", choices=["c", "py", "both"],
