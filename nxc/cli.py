@@ -37,7 +37,8 @@ def _add_soft_f32(p):
 def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
-    p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+    p.add_argument("--no-cache", action="store_true",
+                   help="rebuild even if a cached build exists (nxc test: and rerun gates that passed before)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,9 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_build(t)
     _add_soft_f32(t)
 
-    ca = sub.add_parser("cache", help="show or clear the cache (builds and parsed modules)",
+    ca = sub.add_parser("cache", help="show or clear the cache (builds, parsed modules, test results)",
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
-                                    "built modules (c/) and parsed modules (parse/).")
+                                    "built modules (c/), parsed modules (parse/), passing gate results "
+                                    "(results/) and last-failed lists (state/).")
     ca.add_argument("action", choices=["info", "clear"])
     return p
 
@@ -220,7 +222,7 @@ def cmd_cache(args) -> int:
         info = cache_info()
         print(f"cache: {info['path']}")
         for name, (files, size) in info["parts"].items():
-            print(f"  {name + '/':7} {files:6} files {size / 1e6:8.1f} MB   {CACHE_PARTS[name]}")
+            print(f"  {name + '/':9} {files:6} files {size / 1e6:8.1f} MB   {CACHE_PARTS[name]}")
     else:
         info = cache_clear()
         files = sum(n for n, _ in info["parts"].values())

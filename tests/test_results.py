@@ -244,18 +244,20 @@ def test_junit_of_nxc_test_is_valid(tmp_path):
     assert '<testsuite name="nxc slice:1/1"' in text
 
 
+def plugin_run(tree, tmp_path, *args) -> subprocess.CompletedProcess:
+    """pytest on `tree` with the plugin (named with -p unless the entry point already loads it)."""
+    import importlib.metadata
+    installed = any(ep.value == "nxc.gates.pytest_plugin" for ep in importlib.metadata.entry_points(group="pytest11"))
+    cmd = [sys.executable, "-m", "pytest", *([] if installed else ["-p", "nxc.gates.pytest_plugin"]),
+           "-p", "no:cacheprovider", "-o", "nx_collect=always", *args, str(tree)]
+    return subprocess.run(cmd, cwd=tree, env=env_for(tmp_path), capture_output=True, text=True, timeout=300)
+
+
 def test_junit_of_the_plugin_is_valid(tmp_path):
     xsd = schema()
     tree = write_tree(tmp_path / "t" if (tmp_path / "t").mkdir() is None else None)
     junit = tmp_path / "plugin.xml"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "nxc.gates.pytest_plugin", "-p", "no:cacheprovider",
-                           "-q", "--nx-timeout", "1.5", f"--junitxml={junit}", "-o", "nx_collect=always",
-                           "-p", "no:randomly", tree], cwd=tree, env=env_for(tmp_path),
-                          capture_output=True, text=True, timeout=300)
-    if "already registered" in proc.stderr + proc.stdout:      # installed: the entry point loads it
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--nx-timeout",
-                               "1.5", f"--junitxml={junit}", "-o", "nx_collect=always", tree], cwd=tree,
-                              env=env_for(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = plugin_run(tree, tmp_path, "-q", "--nx-timeout", "1.5", f"--junitxml={junit}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     xsd.validate(str(junit))
     assert "main returned 10" in junit.read_text(encoding="utf-8")
@@ -287,3 +289,38 @@ def test_watch_reruns_what_a_change_affects(project, tmp_path):
     assert second == {"lib.nx", "a.nx", "b.nx"}
     assert "changed: lib.nx: 3 items affected" in err
     assert proc.returncode == 0                 # the last round passed
+
+
+def test_watch_ends_on_ctrl_c(project, tmp_path):
+    import signal
+    cmd = [sys.executable, "-m", "nxc", "test", "-q", "-j", "1", "--watch", "--watch-interval", "0.1"]
+    proc = subprocess.Popen(cmd, cwd=project, env=env_for(tmp_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        for line in proc.stdout:
+            if line.startswith("watching "):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "watch ended" in out and "Traceback" not in out
+    assert proc.returncode == 1                 # the last round's status: fail.nx failed
+
+
+# ------------------------------------------------------------------ the plugin's equivalents
+def test_plugin_partition_and_warnings(tmp_path):
+    tree = Path(write_tree(tmp_path / "t" if (tmp_path / "t").mkdir() is None else None, ["pass.nx", "lib.nx",
+                                                                                          "fail.nx"]))
+    (tree / "warns.nx").write_text(textwrap.dedent(WARNS).lstrip(), encoding="utf-8")
+    ran = []
+    for k in (1, 2):
+        proc = plugin_run(tree, tmp_path, "-q", "-rA", f"--nx-partition=hash:{k}/2")
+        ran += re.findall(r"^(?:PASSED|FAILED) (\S+\.nx)::", proc.stdout, re.M)
+    assert sorted(ran) == ["fail.nx", "lib.nx", "pass.nx", "warns.nx"]
+    proc = plugin_run(tree, tmp_path, "-q", "-k", "warns")
+    assert proc.returncode == 0 and "NxWarning" in proc.stdout and "unused variable 'unused'" in proc.stdout
+    proc = plugin_run(tree, tmp_path, "-q", "-k", "warns", "-W", "error::nxc.gates.pytest_plugin.NxWarning")
+    assert proc.returncode == 1 and "made an error by -W" in proc.stdout and "Traceback" not in proc.stdout

@@ -17,7 +17,7 @@ import time
 
 from nxc.gates import partition
 from nxc.gates.collect import collect, find_modules
-from nxc.gates.protocol import EXIT_OK
+from nxc.gates.protocol import EXIT_INTERRUPTED, EXIT_OK
 
 
 def _stamp(path: str):
@@ -70,6 +70,8 @@ def watch(args, run, items: list, run_round) -> int:
 
     before = snapshot(paths, ())
     status = one_round(items)
+    if status == EXIT_INTERRUPTED:      # Ctrl-C during a round (run_round caught it) ends the watch too
+        return status
     run.notes = []              # --lf/--ff notes belonged to the first round
     run.failed_first = set()
     rounds = 0
@@ -95,8 +97,11 @@ def watch(args, run, items: list, run_round) -> int:
             rounds += 1
             if selected:
                 status = one_round(selected)
+                if status == EXIT_INTERRUPTED:
+                    break
             for gone in [p for p in graphs if not os.path.exists(p)]:
                 del graphs[gone]
-    except KeyboardInterrupt:
-        print("\nwatch ended", file=say, flush=True)
+    except KeyboardInterrupt:           # Ctrl-C while waiting for a change
+        pass
+    print("\nwatch ended", file=say, flush=True)
     return status if status is not None else EXIT_OK
