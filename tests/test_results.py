@@ -324,3 +324,23 @@ def test_plugin_partition_and_warnings(tmp_path):
     assert proc.returncode == 0 and "NxWarning" in proc.stdout and "unused variable 'unused'" in proc.stdout
     proc = plugin_run(tree, tmp_path, "-q", "-k", "warns", "-W", "error::nxc.gates.pytest_plugin.NxWarning")
     assert proc.returncode == 1 and "made an error by -W" in proc.stdout and "Traceback" not in proc.stdout
+
+
+def test_captured_output_goes_to_the_report_and_system_out(tmp_path):
+    # The runner does not capture a gate's stdout yet (the hardening issue
+    # does); a Result carrying output must reach the text report and JUnit.
+    import io
+    from nxc.gates.execute import Result
+    from nxc.gates.protocol import Status
+    from nxc.gates.report import Reporter, write_junit
+    xsd = schema()
+    r = Result("g.nx", "g.nx", "gate", "c", Status.FAIL, value=3, message="main returned 3",
+               report="FAIL main returned 3", output="step 1 ok\nstep 2 <bad> & worse\n")
+    out = io.StringIO()
+    Reporter(0, False, 1, out=out).finish([r], ["g.nx"], 0.5, 0, False, False)
+    assert "the gate's output" in out.getvalue() and "step 2 <bad> & worse" in out.getvalue()
+    junit = tmp_path / "g.xml"
+    write_junit(str(junit), [r], ["g.nx"], 0.5)
+    xsd.validate(str(junit))
+    import xml.etree.ElementTree as ET
+    assert ET.parse(junit).getroot().find("testsuite/testcase/system-out").text == r.output

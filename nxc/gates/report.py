@@ -163,6 +163,9 @@ class Reporter:
             for r in failed:
                 write(f" {r.id} [{r.status}] ".center(78, "_"))
                 write(r.report or f"{r.status}: {r.message}")
+                if r.output:
+                    write(" the gate's output ".center(78, "-"))
+                    write(r.output.rstrip("\n"))
                 write("")
         builds = [r for r in results if r.build_cached is not None]
         if builds and self.verbosity >= 0:
