@@ -112,7 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop a gate after SECONDS and report TIMEOUT (default 60)")
     t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
     t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")
-    t.add_argument("--json", action="store_true", help="print one JSON object per result (summary on stderr)")
+    t.add_argument("--json", action="store_true",
+                   help="print one JSON object per result, then a summary object (the text summary goes to stderr)")
     t.add_argument("-q", "--quiet", action="count", default=0, help="one letter per result, then failures")
     t.add_argument("-v", "--verbose", action="count", default=0, help="also the time of each step")
     _add_include(t)
