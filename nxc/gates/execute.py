@@ -96,10 +96,10 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
-        r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), exc.diagnostics,
-                                 time.perf_counter() - start)
-        r.warnings = [d.render() for d in diags.warnings]
-        return [r]
+        # Its warnings are left out: next to an error they are mostly its echo
+        # (a misspelt name leaves the right one "unused").
+        return [compile_error_result(module_result(unit, Status.COMPILE_ERROR), exc.diagnostics,
+                                     time.perf_counter() - start)]
     except Exception as exc:  # noqa: BLE001 - a bug in nxc: report it, keep going
         return [internal_error(result(it, Status.INTERNAL_ERROR), exc, time.perf_counter() - start)
                 for it in unit.items]
