@@ -38,7 +38,8 @@ def _add_soft_f32(p):
 def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
-    p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+    p.add_argument("--no-cache", action="store_true",
+                   help="rebuild even if a cached build exists (nxc test: and rerun gates that passed before)")
     _add_unchecked(p)
 
 
@@ -96,6 +97,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only items whose id, file name, kind (gate/library) or backend contains PATTERN; "
                         "'and', 'or', 'not' and parentheses combine words, as in pytest")
     t.add_argument("-x", "--exitfirst", action="store_true", help="stop at the first item that does not pass")
+    t.add_argument("--maxfail", type=int, default=None, metavar="N", help="stop after N items did not pass")
+    t.add_argument("--lf", "--last-failed", dest="lf", action="store_true",
+                   help="run only the items that did not pass last time (all if none failed)")
+    t.add_argument("--ff", "--failed-first", dest="ff", action="store_true",
+                   help="run the items that did not pass last time first, then the rest")
+    t.add_argument("--rerun", action="store_true",
+                   help="run every gate, even one that passed before with the same build (PASS (cached))")
+    t.add_argument("--durations", type=int, default=None, metavar="N",
+                   help="list the N slowest items with front-end, build and run time (0: all)")
+    t.add_argument("--partition", metavar="slice:K/N|hash:K/N",
+                   help="run only share K of N of the modules (CI sharding; see docs/runner.md)")
+    t.add_argument("-W", dest="warnings_as", choices=["error"], default=None,
+                   help="-W error: a module with warnings does not pass (COMPILE-ERROR)")
+    t.add_argument("--watch", action="store_true",
+                   help="after the run, rerun the gates a change affects whenever a .nx file under PATHs "
+                        "changes (Ctrl-C ends it)")
+    t.add_argument("--watch-iterations", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N reruns
+    t.add_argument("--watch-interval", type=float, default=0.5, help=argparse.SUPPRESS)   # seconds between looks
     t.add_argument("-j", "--jobs", type=int, default=None, metavar="N",
                    help="run N modules at once (default and 0: one per CPU)")
     t.add_argument("--backend", default="c", choices=["c", "py", "both"],
@@ -104,16 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop a gate after SECONDS and report TIMEOUT (default 60)")
     t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
     t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")
-    t.add_argument("--json", action="store_true", help="print one JSON object per result (summary on stderr)")
+    t.add_argument("--json", action="store_true",
+                   help="print one JSON object per result, then a summary object (the text summary goes to stderr)")
     t.add_argument("-q", "--quiet", action="count", default=0, help="one letter per result, then failures")
     t.add_argument("-v", "--verbose", action="count", default=0, help="also the time of each step")
     _add_include(t)
     _add_build(t)
     _add_soft_f32(t)
 
-    ca = sub.add_parser("cache", help="show or clear the cache (builds and parsed modules)",
+    ca = sub.add_parser("cache", help="show or clear the cache (builds, parsed modules, test results)",
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
-                                    "built modules (c/) and parsed modules (parse/).")
+                                    "built modules (c/), parsed modules (parse/), passing gate results "
+                                    "(results/) and last-failed lists (state/).")
     ca.add_argument("action", choices=["info", "clear"])
 
     from nxc.tools.commands import add_tool_parsers     # port, fmt, info
@@ -285,7 +306,7 @@ def cmd_cache(args) -> int:
         info = cache_info()
         print(f"cache: {info['path']}")
         for name, (files, size) in info["parts"].items():
-            print(f"  {name + '/':7} {files:6} files {size / 1e6:8.1f} MB   {CACHE_PARTS[name]}")
+            print(f"  {name + '/':9} {files:6} files {size / 1e6:8.1f} MB   {CACHE_PARTS[name]}")
     else:
         info = cache_clear()
         files = sum(n for n, _ in info["parts"].values())

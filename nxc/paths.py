@@ -59,6 +59,8 @@ def cache_dir() -> str:
 CACHE_PARTS = {
     "c": "built modules",
     "parse": "parsed modules and the grammar's parse table",
+    "results": "passing gate results (nxc test: PASS (cached))",
+    "state": "last-failed items per project (nxc test --lf / --ff)",
 }
 
 

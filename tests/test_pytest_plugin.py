@@ -89,9 +89,14 @@ def test_junitxml(gates):
     cases = {c.get("classname"): c for c in ET.parse(xml).getroot().iter("testcase")}
     failure = cases["fail.nx"].find("failure")
     assert "main returned 10" in failure.get("message") and "r = 3" in failure.text
+    assert cases["pass.nx"].find("failure") is None
+    # xunit2 (pytest's default, junit-10.xsd) has no testcase <properties>: the
+    # message and text carry the value and operands. xunit1 keeps the properties.
+    assert not list(cases["fail.nx"].iter("property"))
+    result = gates.runpytest(*plugin_args(), "-k", "fail", f"--junitxml={xml}", "-o", "junit_family=xunit1")
+    cases = {c.get("classname"): c for c in ET.parse(xml).getroot().iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["fail.nx"].iter("property")}
     assert props["nx_value"] == "10" and props["nx_captured r"] == "3"
-    assert cases["pass.nx"].find("failure") is None
 
 
 def test_xdist_spreads_gates_across_workers(gates):

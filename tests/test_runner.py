@@ -30,7 +30,11 @@ def nxc_test(*args, cwd, env=None, timeout=180) -> subprocess.CompletedProcess:
 
 
 def json_results(proc) -> dict:
-    return {d["id"]: d for d in map(json.loads, proc.stdout.splitlines())}
+    """The result events of a --json run by id (every stdout line is one JSON
+    object; the last one is the summary event)."""
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events and events[-1]["event"] == "summary", proc.stdout
+    return {d["id"]: d for d in events if d["event"] == "result"}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,7 @@ def test_every_outcome_is_reported_and_the_run_goes_on(tree):
     out = proc.stdout
     assert proc.returncode == 1, proc.stderr
     for name, status in EXPECTED.items():
-        assert re.search(rf"^\[\s*\d+/7\] {re.escape(status)}\s+{re.escape(name)}\b", out, re.M), (name, out)
+        assert re.search(rf"^\[\s*\d+/7\] {re.escape(status)}( \(cached\))?\s+{re.escape(name)}\b", out, re.M), (name, out)
     # FAIL: the value, path:line of the return, the source around it, the guard's operands.
     fail_line = line_of("fail.nx", "return 10")
     assert f"FAIL main returned 10 at fail.nx:{fail_line}" in out
@@ -148,14 +152,17 @@ def test_warm_run_does_not_compile_and_no_cache_does(tree, tmp_path):
     env = {"NXC_CACHE_DIR": str(tmp_path / "cache")}
     args = ("--json", "-k", "pass or lib or fail", str(tree))
     cold = json_results(nxc_test(*args, cwd=tmp_path, env=env))
-    warm = json_results(nxc_test(*args, cwd=tmp_path, env=env))
+    # --rerun: past the result cache (nxc/gates/results_cache.py), down to the build cache.
+    warm = json_results(nxc_test("--rerun", *args, cwd=tmp_path, env=env))
     assert len(cold) == 3
     assert all(r["build_cached"] is False for r in cold.values())
     assert all(r["build_cached"] is True for r in warm.values())
+    assert not any(r["cached"] for r in warm.values())
     assert {k: r["status"] for k, r in warm.items()} == {k: r["status"] for k, r in cold.items()}
     again = json_results(nxc_test("--no-cache", *args, cwd=tmp_path, env=env))
     assert all(r["build_cached"] is False for r in again.values())
-    proc = nxc_test("-k", "pass or lib", str(tree), cwd=tmp_path, env=env)
+    assert not any(r["cached"] for r in again.values())
+    proc = nxc_test("--rerun", "-k", "pass or lib", str(tree), cwd=tmp_path, env=env)
     assert "C builds: 0 compiled, 2 from the cache" in proc.stdout
 
 

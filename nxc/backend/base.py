@@ -115,6 +115,14 @@ class Backend(abc.ABC):
     def load(self, program, emitted, built) -> Loaded:
         """The artefact loaded into this process."""
 
+    @abc.abstractmethod
+    def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
+        """A digest naming what `build` makes of `emitted`: equal keys, equal behaviour.
+
+        The gate runner's result cache (nxc/gates/results_cache.py) keys passing
+        results on it, so it must cover everything that can change how the
+        built code runs (generated text, runtime, flags, nxc's version)."""
+
     def warm_up(self) -> None:
         """Pay one-time costs now (the gate runner calls this before forking workers)."""
 

@@ -1,11 +1,13 @@
-"""`nxc test`: collect, run (in a pool of workers when -j > 1), report, exit status."""
+"""`nxc test`: collect, select (partition, last failed), run (in a pool of
+workers when -j > 1), report, remember what failed, exit status."""
 from __future__ import annotations
 
 import os
 import sys
 import time
+from dataclasses import dataclass, field
 
-from nxc.gates import execute, pool
+from nxc.gates import execute, partition, pool, results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_TESTS, EXIT_OK, EXIT_USAGE
@@ -14,10 +16,29 @@ from nxc.gates.report import Reporter, write_junit
 
 def options_from_args(args) -> Options:
     backend = getattr(args, "backend", "c")
+    no_cache = getattr(args, "no_cache", False)
     return Options(backends=("c", "py") if backend == "both" else (backend,),
                    timeout=getattr(args, "timeout", 60.0), opt=getattr(args, "opt", "2"),
-                   use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []),
-                   soft_f32=getattr(args, "soft_f32", False), checked=not getattr(args, "unchecked", False))
+                   use_cache=not no_cache, include=list(getattr(args, "include", []) or []),
+                   soft_f32=getattr(args, "soft_f32", False), checked=not getattr(args, "unchecked", False),
+                   read_results=not (no_cache or getattr(args, "rerun", False)), record_results=True,
+                   warnings_as_errors=getattr(args, "warnings_as", None) == "error")
+
+
+@dataclass
+class Run:
+    """What one round of running needs besides the items (the same for every --watch round)."""
+    options: Options
+    jobs: int
+    verbosity: int
+    json: bool
+    maxfail: int                    # 0: never stop early
+    durations: int | None
+    junit_xml: str | None
+    suite_name: str = "nxc"
+    root: str = ""                  # the project root the last-failed list belongs to
+    failed_first: set = field(default_factory=set)      # item keys to run first (--ff)
+    notes: list = field(default_factory=list)
 
 
 def main(args) -> int:
@@ -38,11 +59,39 @@ def _main(args) -> int:
     if jobs < 0:
         raise UsageError("-j must be 0 (one per CPU) or more")
     jobs = jobs or pool.cpu_count()
+    maxfail = getattr(args, "maxfail", None)
+    if maxfail is not None and maxfail < 1:
+        raise UsageError("--maxfail must be 1 or more")
+    maxfail = maxfail or (1 if args.exitfirst else 0)
+    durations = getattr(args, "durations", None)
+    if durations is not None and durations < 0:
+        raise UsageError("--durations must be 0 (all) or more")
+    if getattr(args, "lf", False) and getattr(args, "ff", False):
+        raise UsageError("--lf and --ff do not go together: --lf runs only the last failures, --ff all of them first")
     if "py" in options.backends and not execute.py_backend_available():
         raise UsageError("the Python backend (nxc.backend.py.backend) is not available in this installation; use --backend c")
+    part = partition.parse(args.partition) if getattr(args, "partition", None) else None
     verbosity = (args.verbose or 0) - (args.quiet or 0)
+    run = Run(options, jobs, verbosity, args.json, maxfail, durations, args.junit_xml,
+              suite_name=f"nxc {part}" if part else "nxc", root=results_cache.project_root())
 
     items = collect(args.paths or ["."], options.backends, args.keyword)
+    if part is not None:
+        items = partition.select(items, part)
+    last_failed = results_cache.load_last_failed(run.root)
+    if getattr(args, "lf", False) or getattr(args, "ff", False):
+        failed_here = {results_cache.item_key(it.path, it.backend) for it in items} & last_failed
+        if not failed_here:
+            run.notes.append(f"--{'lf' if args.lf else 'ff'}: no failures recorded for these items: running all")
+        elif args.lf:
+            kept = [it for it in items if results_cache.item_key(it.path, it.backend) in failed_here]
+            run.notes.append(f"--lf: {len(kept)} item{'s' if len(kept) != 1 else ''} that failed last time "
+                             f"({len(items) - len(kept)} deselected)")
+            items = kept
+        else:
+            run.failed_first = failed_here
+            run.notes.append(f"--ff: {len(failed_here)} item{'s' if len(failed_here) != 1 else ''} "
+                             f"that failed last time run first")
     if args.list:
         for it in items:
             print(it.id if verbosity < 0 else f"{it.id}  ({it.kind})")
@@ -50,22 +99,36 @@ def _main(args) -> int:
             print(f"{len(items)} item{'s' if len(items) != 1 else ''} collected")
         return EXIT_OK if items else EXIT_NO_TESTS
     if not items:
-        print("nxc test: no .nx modules found" + (f" matching -k '{args.keyword}'" if args.keyword else ""),
-              file=sys.stderr)
+        print("nxc test: no .nx modules found" + (f" matching -k '{args.keyword}'" if args.keyword else "")
+              + (f" in partition {part}" if part else ""), file=sys.stderr)
         return EXIT_NO_TESTS
+    if getattr(args, "watch", False):
+        from nxc.gates import watch
+        return watch.watch(args, run, items, run_round)
+    status, _ = run_round(items, run)
+    return status
 
+
+def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
+    """Run `items` once, report, remember failures; (exit status, results)."""
+    options = run.options
     units = group_units(items)
-    workers = max(1, min(jobs, len(units)))
-    reporter = Reporter(verbosity, args.json, len(items))
+    if run.failed_first:
+        # --ff: modules holding a last failure first, in collection order (a stable sort).
+        units.sort(key=lambda u: not any(results_cache.item_key(it.path, it.backend) in run.failed_first
+                                         for it in u.items))
+    workers = max(1, min(run.jobs, len(units)))
+    reporter = Reporter(run.verbosity, run.json, len(items))
     reporter.header(items, workers, options)
     results: list[Result] = []
-    stop = {"early": False}
+    stop = {"early": False, "failures": 0}
 
     def on_results(batch: list[Result]) -> bool:
         for r in batch:
             results.append(r)
             reporter.result(r)
-        if args.exitfirst and any(not r.passed for r in batch):
+        stop["failures"] += sum(not r.passed for r in batch)
+        if run.maxfail and stop["failures"] >= run.maxfail:
             stop["early"] = True
             return False
         return True
@@ -79,8 +142,11 @@ def _main(args) -> int:
                 if not on_results(execute.run_unit(unit, options)):
                     break
         else:
-            # Biggest modules first: their front ends are the long poles.
-            ordered = sorted(units, key=lambda u: -_size(u.path))
+            # Biggest modules first (their front ends are the long poles); with
+            # --ff the last failures before them.
+            ordered = sorted(units, key=lambda u: (
+                not any(results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
+                -_size(u.path)))
             workers_pool = pool.Pool(workers, options)
             finished = False
             try:
@@ -91,13 +157,39 @@ def _main(args) -> int:
     except KeyboardInterrupt:
         interrupted = True
     elapsed = time.perf_counter() - start
-    order = [it.id for it in items]
-    reporter.finish(results, order, elapsed, len(items) - len(results), stop["early"], interrupted)
-    if args.junit_xml:
-        write_junit(args.junit_xml, results, order, elapsed)
+    order = result_order(items, units)
+    covered = sum(r.covers for r in results)
+    remember(run.root, results)
+    reporter.finish(results, order, elapsed, len(items) - covered, stop["early"], interrupted,
+                    durations=run.durations, maxfail=run.maxfail, notes=run.notes)
+    if run.junit_xml:
+        write_junit(run.junit_xml, results, order, elapsed, suite_name=run.suite_name)
     if interrupted:
-        return EXIT_INTERRUPTED
-    return EXIT_OK if results and all(r.passed for r in results) and len(results) == len(items) else EXIT_FAIL
+        return EXIT_INTERRUPTED, results
+    ok = results and all(r.passed for r in results) and covered == len(items)
+    return (EXIT_OK if ok else EXIT_FAIL), results
+
+
+def result_order(items: list, units: list) -> list[str]:
+    """Result ids in collection order; a result standing for all of a module's
+    items (a compile error with --backend both) sorts where its first item was."""
+    multi = {u.path for u in units if len(u.items) > 1}
+    order, seen = [], set()
+    for it in items:
+        if it.path in multi and it.path not in seen:
+            seen.add(it.path)
+            order.append(it.display)
+        order.append(it.id)
+    return order
+
+
+def remember(root: str, results: list[Result]) -> None:
+    """Update the project's last-failed list with this round's verdicts."""
+    passed, failed = set(), set()
+    for r in results:
+        for backend in r.backend.split("+"):
+            (passed if r.passed else failed).add(results_cache.item_key(r.path, backend))
+    results_cache.save_last_failed(root, results_cache.load_last_failed(root), passed, failed)
 
 
 def _size(path: str) -> int:

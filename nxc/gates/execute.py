@@ -28,6 +28,9 @@ class Options:
     timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
     soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
     checked: bool = True                # C builds check memory and keep the .nx stack (--unchecked: off)
+    read_results: bool = False          # take a recorded pass for a result (nxc test; not --rerun/--no-cache)
+    record_results: bool = False        # record passes in the result cache (nxc/gates/results_cache.py)
+    warnings_as_errors: bool = False    # -W error: a module with warnings does not pass
 
 
 @dataclass
@@ -51,6 +54,12 @@ class Result:
     build_seconds: float = 0.0
     run_seconds: float = 0.0
     build_cached: bool | None = None
+    column: int | None = None       # 1-based column at `location` (when the site has one)
+    cached: bool = False            # a recorded pass of the same artefact: not run (results_cache.py)
+    warnings: list = field(default_factory=list)    # rendered warnings of the module (on its first item)
+    output: str = ""                # what the gate printed, when the runner captures it (JUnit <system-out>)
+    covers: int = 1                 # items this result stands for: a compile error counts once per module
+    modules: list = field(default_factory=list)     # absolute paths of the modules compiled (for --watch)
 
     @property
     def passed(self) -> bool:
@@ -58,6 +67,8 @@ class Result:
 
     def to_json(self) -> dict:
         d = asdict(self)
+        del d["modules"]
+        d = {"event": "result", **d}
         d["captured"] = [{"text": t, "value": v} for t, v in self.captured]
         d["passed"] = self.passed
         for k in ("seconds", "front_end_seconds", "build_seconds", "run_seconds"):
@@ -83,23 +94,34 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     def result(item: Item, status: Status, **kw) -> Result:
         return Result(item.id, item.display, item.kind, item.backend, status, **kw)
 
+    diags = Diagnostics(warnings=True)
     try:
-        program = check_file(unit.path, list(options.include), Diagnostics(warnings=False),
-                             soft_f32=options.soft_f32)
+        program = check_file(unit.path, list(options.include), diags, soft_f32=options.soft_f32)
     except CompileError as exc:
-        return [compile_error_result(result(it, Status.COMPILE_ERROR), exc.diagnostics,
-                                     time.perf_counter() - start) for it in unit.items]
+        # One module, one error: with --backend both it is one result standing
+        # for both items, so it is printed and counted once.
+        # Its warnings are left out: next to an error they are mostly its echo
+        # (a misspelt name leaves the right one "unused").
+        return [compile_error_result(module_result(unit, Status.COMPILE_ERROR), exc.diagnostics,
+                                     time.perf_counter() - start)]
     except Exception as exc:  # noqa: BLE001 - a bug in nxc: report it, keep going
         return [internal_error(result(it, Status.INTERNAL_ERROR), exc, time.perf_counter() - start)
                 for it in unit.items]
     front_end = time.perf_counter() - start
     kind = "gate" if program.entry is not None else "library"
+    warnings = [d.render() for d in diags.warnings]
+    modules = [m.source.path for m in program.graph.modules]
+    if warnings and options.warnings_as_errors:
+        r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), diags.warnings, front_end,
+                                 what="warning{s} treated as errors (-W error)")
+        r.kind, r.warnings, r.modules = kind, warnings, modules
+        return [r]
 
     results = []
     for item in unit.items:
         item.kind = kind
         t0 = time.perf_counter()
-        r = result(item, Status.PASS, front_end_seconds=front_end)
+        r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
         try:
             if kind == "library":
                 compile_library(program, item.backend, options, r)
@@ -110,30 +132,77 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
             r.front_end_seconds = front_end
         r.seconds = front_end + (time.perf_counter() - t0)
         results.append(r)
+    if results:
+        results[0].warnings = warnings      # the module's, shown once
     note_disagreement(results)
     return results
+
+
+def module_result(unit: Unit, status: Status) -> Result:
+    """A result for all of a unit's items at once (a module that does not compile)."""
+    first = unit.items[0]
+    if len(unit.items) == 1:
+        return Result(first.id, first.display, first.kind, first.backend, status)
+    return Result(unit.display, unit.display, first.kind, "+".join(it.backend for it in unit.items), status,
+                  covers=len(unit.items))
+
+
+def prepared_or_cached(program, backend_name: str, kind: str, options: Options, r: Result):
+    """Emit the code, then either find a recorded pass of it (returns (None, None),
+    `r` marked cached) or hand back (emitted, result key) to build and run."""
+    from nxc.backend.registry import backend_for
+    from nxc.gates import results_cache
+    if not (options.read_results or options.record_results):
+        return None, ""
+    backend = backend_for(backend_name, checked=options.checked)
+    t0 = time.perf_counter()
+    emitted = backend.emit(program)
+    key = results_cache.result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
+                                   backend_name, kind, results_cache.mode_of(options))
+    r.build_seconds = time.perf_counter() - t0
+    if options.read_results and results_cache.passed_before(key):
+        r.cached = True
+        r.message = "compiles" if kind == "library" else ""
+        return None, None
+    return emitted, key
+
+
+def record(key: str | None, options: Options, r: Result) -> None:
+    from nxc.gates import results_cache
+    if key and options.record_results and r.passed:
+        results_cache.record_pass(key)
 
 
 def gate_result(program, backend: str, options: Options, r: Result) -> None:
     """Run the gate on `backend`; fill `r` from its outcome."""
     from nxc.gates.run import run_gate
+    emitted, key = prepared_or_cached(program, backend, "gate", options, r)
+    if key is None:
+        return
+    emit_seconds = r.build_seconds
     outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
-                       checked=options.checked)
-    fill_result(outcome, program, options, r)
+                       emitted=emitted, checked=options.checked)
+    fill_result(outcome, program, options, r, key, emit_seconds)
 
 
-def fill_result(outcome, program, options: Options, r: Result) -> None:
+def fill_result(outcome, program, options: Options, r: Result, key: str | None = None,
+                emit_seconds: float = 0.0) -> None:
     """Status, message and report of `r` from a gate's outcome (nxc test, the
-    pytest plugin and nxc run explain an outcome the same way)."""
+    pytest plugin and nxc run explain an outcome the same way); a pass is
+    recorded in the result cache under `key` when the run records results."""
     from nxc.diagnostics import display_path
     r.stack = [{"file": display_path(f.file), "line": f.line, "column": f.column, "function": f.function}
                for f in outcome.stack]
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
-    r.build_seconds = outcome.build_seconds
+    r.build_seconds = outcome.build_seconds + emit_seconds
     r.status = outcome.status
     r.value = outcome.value
+    r.output = getattr(outcome, "output", "") or ""     # the hardening issue's captured stdout/stderr, once it lands
     status = outcome.status
+    record(key, options, r)
+    if outcome.site is not None:
+        r.column = outcome.site.column
     if status == Status.FAIL:
         r.captured = list(outcome.captured)
         if outcome.site is not None:
@@ -168,25 +237,31 @@ def fill_result(outcome, program, options: Options, r: Result) -> None:
 def compile_library(program, backend: str, options: Options, r: Result) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     from nxc.backend.registry import backend_for
+    emitted, key = prepared_or_cached(program, backend, "library", options, r)
+    if key is None:
+        return
     prepared = backend_for(backend).prepare(program, purpose="gate", opt=options.opt,
-                                            use_cache=options.use_cache, load=False)
+                                            use_cache=options.use_cache, load=False, emitted=emitted)
     r.build_cached = prepared.build_cached
     if prepared.build_cached is None:       # nothing cached: generating is the build
-        r.build_seconds = prepared.emit_seconds + prepared.build_seconds
+        r.build_seconds += prepared.emit_seconds + prepared.build_seconds
     else:
         r.build_seconds = prepared.built.seconds
     r.message = "compiles"
+    record(key, options, r)
 
 
-def compile_error_result(r: Result, diagnostics, seconds: float) -> Result:
+def compile_error_result(r: Result, diagnostics, seconds: float,
+                         what: str = "error{s}: the module does not compile") -> Result:
     r.seconds = r.front_end_seconds = seconds
     if diagnostics:
         first = diagnostics[0]
         r.message = first.render().splitlines()[0]
         if first.pos is not None:
             r.location, r.line = f"{first.pos.file.display}:{first.pos.line}", first.pos.line
+            r.column = first.pos.col
     n = len(diagnostics)
-    r.report = "\n".join(d.render() for d in diagnostics) + f"\n{n} error{'s' if n != 1 else ''}: the module does not compile"
+    r.report = "\n".join(d.render() for d in diagnostics) + f"\n{n} " + what.format(s="s" if n != 1 else "")
     return r
 
 

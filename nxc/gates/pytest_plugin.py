@@ -16,10 +16,13 @@ workers like any other test.
 """
 from __future__ import annotations
 
+import re
+import warnings
+
 import pytest
 
 from nxc.diagnostics import display_path
-from nxc.gates import collect, execute
+from nxc.gates import collect, execute, partition
 
 # The options of this session, kept where pytest keeps plugin state.
 OPTIONS_KEY = pytest.StashKey[execute.Options]()
@@ -40,6 +43,8 @@ def pytest_addoption(parser):
                     help="C without memory checks and .nx stack (a crash is then located by a checked re-run)")
     group.addoption("--nx-soft-f32", action="store_true", default=False,
                     help="float32 primitives in .nx code (nx_src/nx_f32_soft.nx) instead of the runtime's")
+    group.addoption("--nx-partition", default=None, metavar="slice:K/N|hash:K/N",
+                    help="run only share K of N of the .nx modules (CI sharding, as nxc test --partition)")
     parser.addini("nx_collect", "collect .nx files: auto (default: unless pytest took its paths from "
                   "testpaths), always, or never", default="auto")
     parser.addini("nx_backend", "default for --nx-backend", default="c")
@@ -67,6 +72,24 @@ def pytest_configure(config):
     if "py" in options.backends and not execute.py_backend_available():
         raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.backend.py.backend), "
                                 "which this installation does not have")
+
+
+def pytest_collection_modifyitems(config, items):
+    """--nx-partition: keep this share's .nx modules (other tests are left alone)."""
+    spec = config.getoption("nx_partition")
+    if not spec:
+        return
+    try:
+        part = partition.parse(spec)
+    except collect.UsageError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    nx = [it for it in items if isinstance(it, NxItem)]
+    keys = [collect.Item(it.nodeid, str(it.path), display_path(str(it.path)), it.backend, it.kind) for it in nx]
+    mine = {k.id for k in partition.select(keys, part)}
+    deselected = [it for it in nx if it.nodeid not in mine]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [it for it in items if not (isinstance(it, NxItem) and it.nodeid not in mine)]
 
 
 def pytest_collect_file(file_path, parent):
@@ -102,6 +125,22 @@ class NxFile(pytest.File):
             yield item
 
 
+def _junit_family(config) -> str:
+    try:
+        return config.getini("junit_family") or "xunit2"
+    except ValueError:          # -p no:junitxml: the ini key is not there
+        return "xunit2"
+
+
+class NxWarning(UserWarning):
+    """A warning of the .nx front end (unused variable, unreachable code...):
+    shown in pytest's warnings summary; `-W error::nxc.gates.pytest_plugin.NxWarning`
+    (or `-W error`) makes the item fail."""
+
+
+_WHERE = re.compile(r"^(.*?):(\d+):\d+: warning: ")
+
+
 class NxGateFailure(Exception):
     """Raised by NxItem.runtest; carries the runner's Result to repr_failure."""
 
@@ -124,14 +163,29 @@ class NxItem(pytest.Item):
         item = collect.Item(self.nodeid, path, display, self.backend, self.kind, self.main_line)
         unit = collect.Unit(path, display, [item])
         self.result = result = execute.run_unit(unit, self.config.stash[OPTIONS_KEY])[0]
-        # str(): pytest-xdist ships properties through execnet, which takes plain types only
-        self.user_properties.append(("nx_status", str(result.status)))
-        if result.value is not None:
-            self.user_properties.append(("nx_value", result.value))
-        if result.location:
-            self.user_properties.append(("nx_location", result.location))
-        for text, value in result.captured:
-            self.user_properties.append((f"nx_captured {text}", value))
+        # Testcase-level <properties> are outside junit-10.xsd, the schema of
+        # pytest's default xunit2 family: the value and the guard's operands are
+        # in the failure's message and text there. xunit1 gets them as properties.
+        if _junit_family(self.config) == "xunit1":
+            # str(): pytest-xdist ships properties through execnet, which takes plain types only
+            self.user_properties.append(("nx_status", str(result.status)))
+            if result.value is not None:
+                self.user_properties.append(("nx_value", result.value))
+            if result.location:
+                self.user_properties.append(("nx_location", result.location))
+            for text, value in result.captured:
+                self.user_properties.append((f"nx_captured {text}", value))
+        if result.output:
+            self.add_report_section("call", "gate output", result.output)
+        try:
+            for text in result.warnings:
+                m = _WHERE.match(text)
+                warnings.warn_explicit(text, NxWarning, filename=m.group(1) if m else path,
+                                       lineno=int(m.group(2)) if m else 0)
+        except NxWarning:       # -W error: a failing gate still reports its own failure
+            if not result.passed:
+                raise NxGateFailure(result) from None
+            raise
         if not result.passed:
             raise NxGateFailure(result)
 
@@ -139,6 +193,8 @@ class NxItem(pytest.Item):
         if isinstance(excinfo.value, NxGateFailure):
             r = excinfo.value.result
             return r.report or f"{r.status}: {r.message}"
+        if isinstance(excinfo.value, NxWarning):       # -W error: the warning is the failure
+            return f"{excinfo.value} (a warning, made an error by -W)"
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self):

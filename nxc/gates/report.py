@@ -145,19 +145,23 @@ class Reporter:
                  f"{', soft f32' if options.soft_f32 else ''}")
 
     def result(self, r: Result) -> None:
-        self.done += 1
+        self.done += r.covers
         if self.json:
             self.say(json.dumps(r.to_json()))
             return
         if self.verbosity < 0:
             self.say(LETTER.get(r.status, "?"), end="")
             self.letters_on_line += 1
-            if self.letters_on_line >= 70 or self.done == self.total:
+            if self.letters_on_line >= 70 or self.done >= self.total:
                 self.say(f" [{self.done}/{self.total}]")
                 self.letters_on_line = 0
             return
         what = r.message if not r.passed else ("library, compiles" if r.kind == "library" else "gate")
-        line = f"[{self.done:{self.width}d}/{self.total}] {r.status:<13} {r.id}  {what} ({r.seconds:.2f}s)"
+        if r.warnings:
+            n = len(r.warnings)
+            what += f", {n} warning{'s' if n != 1 else ''}"
+        word = f"{r.status} (cached)" if r.cached else str(r.status)
+        line = f"[{self.done:{self.width}d}/{self.total}] {word:<13} {r.id}  {what} ({r.seconds:.2f}s)"
         if self.verbosity > 0:
             build = ("" if r.build_cached is None else
                      f", build {'cached' if r.build_cached else 'compiled'} {r.build_seconds:.2f}s")
@@ -165,28 +169,79 @@ class Reporter:
         self.say(line)
 
     def finish(self, results: list[Result], order: list[str], elapsed: float, not_run: int,
-               stopped_early: bool, interrupted: bool) -> None:
+               stopped_early: bool, interrupted: bool, durations: int | None = None,
+               maxfail: int = 0, notes: list[str] = ()) -> None:
         failed = [r for r in results if not r.passed]
         rank = {id_: i for i, id_ in enumerate(order)}
         failed.sort(key=lambda r: rank.get(r.id, 0))
         stream = sys.stderr if self.json else self.out
         write = (lambda s: (stream.write(s + "\n"), stream.flush()))
+        warned = sorted((r for r in results if r.warnings), key=lambda r: rank.get(r.id, 0))
+        if warned and not self.json:
+            write("")
+            write(" WARNINGS ".center(78, "="))
+            for r in warned:
+                write(f" {r.path} ".center(78, "_"))
+                write("\n".join(r.warnings))
         if failed and not self.json:
             write("")
             write(" FAILURES ".center(78, "="))
             for r in failed:
                 write(f" {r.id} [{r.status}] ".center(78, "_"))
                 write(r.report or f"{r.status}: {r.message}")
+                if r.output:
+                    write(" the gate's output ".center(78, "-"))
+                    write(r.output.rstrip("\n"))
                 write("")
         builds = [r for r in results if r.build_cached is not None]
         if builds and self.verbosity >= 0:
             compiled = sum(not r.build_cached for r in builds)
             write(f"C builds: {compiled} compiled, {len(builds) - compiled} from the cache")
+        cached = sum(r.cached for r in results)
+        if cached and self.verbosity >= 0:
+            write(f"results: {cached} passed before with the same build and options, not run again "
+                  f"(PASS (cached); --rerun runs them)")
+        if durations is not None and results and not self.json:
+            write(durations_table(results, durations))
+        for note in notes:
+            write(note)
         if interrupted:
             write(f"interrupted: {not_run} not run")
         elif stopped_early and not_run:
-            write(f"stopped after the first failure (-x): {not_run} not run")
+            why = "the first failure (-x)" if maxfail == 1 else f"{maxfail} failures (--maxfail {maxfail})"
+            write(f"stopped after {why}: {not_run} not run")
         write(summary_line(results, elapsed))
+        if self.json:       # last line of stdout: a consumer needs no other stream
+            self.say(json.dumps(summary_event(results, elapsed, not_run, interrupted, stopped_early)))
+
+
+def durations_table(results: list[Result], n: int) -> str:
+    """--durations N: the N slowest items (0: all), with each step's time."""
+    ranked = sorted(results, key=lambda r: -r.seconds)
+    shown = ranked if n <= 0 else ranked[:n]
+    title = f" slowest {len(shown)} item{'s' if len(shown) != 1 else ''} " if n > 0 else " durations "
+    lines = ["", title.center(78, "="),
+             f"{'total':>8} {'front end':>10} {'build':>8} {'run':>8}  item"]
+    for r in shown:
+        note = " (cached)" if r.cached else (" (build cached)" if r.build_cached else "")
+        lines.append(f"{r.seconds:7.2f}s {r.front_end_seconds:9.2f}s {r.build_seconds:7.2f}s "
+                     f"{r.run_seconds:7.3f}s  {r.id}{note}")
+    return "\n".join(lines)
+
+
+def summary_event(results: list[Result], elapsed: float, not_run: int, interrupted: bool,
+                  stopped_early: bool) -> dict:
+    """The final `--json` line: the counts of the summary, by status word."""
+    counts = {many.replace(" ", "_"): 0 for _, _, many in SUMMARY}
+    for r in results:
+        for status, _, many in SUMMARY:
+            if r.status == status:
+                counts[many.replace(" ", "_")] += 1
+    return {"event": "summary", **counts, "results": len(results), "items": sum(r.covers for r in results),
+            "cached": sum(r.cached for r in results), "warnings": sum(len(r.warnings) for r in results),
+            "not_run": not_run, "interrupted": interrupted, "stopped_early": stopped_early,
+            "passed_all": bool(results) and not not_run and all(r.passed for r in results),
+            "seconds": round(elapsed, 4)}
 
 
 def summary_line(results: list[Result], elapsed: float | None = None) -> str:
@@ -202,32 +257,41 @@ def summary_line(results: list[Result], elapsed: float | None = None) -> str:
     return text if elapsed is None else f"{text} in {elapsed:.2f}s"
 
 
-def write_junit(path: str, results: list[Result], order: list[str], elapsed: float) -> None:
+def write_junit(path: str, results: list[Result], order: list[str], elapsed: float,
+                suite_name: str = "nxc") -> None:
+    """JUnit XML valid against junit-10.xsd (the schema pytest's xunit2 targets,
+    kept in tests/): no testcase-level <properties>, no `file`/`line`
+    attributes; the gate's value, site and captured operands go into the
+    <failure> message and text, what it printed into <system-out>, the
+    module's warnings into <system-err>."""
     rank = {id_: i for i, id_ in enumerate(order)}
     results = sorted(results, key=lambda r: rank.get(r.id, 0))
     failures = sum(r.status in JUNIT_FAILURES for r in results)
     errors = sum(r.status in JUNIT_ERRORS for r in results)
     suites = ET.Element("testsuites")
-    suite = ET.SubElement(suites, "testsuite", name="nxc", tests=str(len(results)), failures=str(failures),
+    suite = ET.SubElement(suites, "testsuite", name=suite_name, tests=str(len(results)), failures=str(failures),
                           errors=str(errors), skipped="0", time=f"{elapsed:.3f}")
     for r in results:
         stem = os.path.splitext(r.path)[0].replace(os.sep, ".").lstrip(".")
-        case = ET.SubElement(suite, "testcase", classname=stem, name=r.id, file=r.path,
-                             time=f"{r.seconds:.3f}")
-        if r.line:
-            case.set("line", str(r.line))
-        if r.passed:
-            continue
-        props = ET.SubElement(case, "properties")       # before <failure>, as the JUnit schema orders them
-        ET.SubElement(props, "property", name="backend", value=r.backend)
-        if r.value is not None:
-            ET.SubElement(props, "property", name="value", value=str(r.value))
-        for text, value in r.captured:
-            ET.SubElement(props, "property", name=f"captured: {text}", value=str(value))
-        tag = "error" if r.status in JUNIT_ERRORS else "failure"
-        el = ET.SubElement(case, tag, message=f"{r.status}: {r.message}", type=r.status)
-        el.text = r.report
+        case = ET.SubElement(suite, "testcase", classname=stem, name=r.id, time=f"{r.seconds:.3f}")
+        if not r.passed:
+            tag = "error" if r.status in JUNIT_ERRORS else "failure"
+            el = ET.SubElement(case, tag, message=junit_message(r), type=str(r.status))
+            el.text = r.report
+        if r.output:
+            ET.SubElement(case, "system-out").text = r.output
+        if r.warnings:
+            ET.SubElement(case, "system-err").text = "\n".join(r.warnings)
     ET.indent(suites)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def junit_message(r: Result) -> str:
+    """`STATUS: message [backend]`, and the guard's operands of a FAIL: a CI's
+    one-line view of a failure says which check and with which values."""
+    text = f"{r.status}: {r.message}" + (f" [{r.backend}]" if r.backend else "")
+    if r.captured:
+        text += " (" + ", ".join(f"{t} = {show_value(v)}" for t, v in r.captured) + ")"
+    return text

@@ -43,7 +43,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
         outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=loaded.stack_after_death())
     elif ended.kind == "crash":
         outcome = Outcome(Status.CRASH, message=ended.message, stack=loaded.stack_after_death())
-        if backend == "c" and not checked and emitted is None:
+        if backend == "c" and not checked:
             outcome = locate_crash(program, outcome, opt, use_cache, timeout)
     else:       # run_gate raised: nx code cannot make it, so nxc failed; reported as before
         outcome = Outcome(Status.RUNTIME_ERROR, message=ended.message)

@@ -110,6 +110,8 @@ def load_results(path: str | None) -> dict[str, list[dict]]:
             continue
         try:
             r = json.loads(line)
+            if isinstance(r, dict) and r.get("event", "result") != "result":
+                continue        # the run's final {"event": "summary"} line is about no module
             mod = r["path"]
         except (ValueError, KeyError, TypeError):
             raise DocError(f"{path}:{n}: not a result line of 'nxc test --json'") from None

@@ -38,6 +38,10 @@ class CBackend(base.Backend):
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         return c_build.build(emitted, opt=opt, use_cache=use_cache, abi=purpose == "gate")
 
+    def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
+        # The build cache's own key: C text, runtime header, compiler, flags, versions.
+        return "c-" + c_build.cache_key(emitted, opt, "abi" if purpose == "gate" else "api")
+
     def load(self, program, emitted, built) -> "CLoaded":
         return CLoaded(program, emitted, built)
 

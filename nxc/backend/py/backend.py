@@ -14,16 +14,19 @@ see nx code's writes as they would on the C backend.
 """
 from __future__ import annotations
 
+import hashlib
 import mmap
 import sys
 import time
 from dataclasses import dataclass
 
+from nxc import __version__
 from nxc.backend import base
 from nxc.backend.py import stack as nx_stack
 from nxc.backend.base import NxRuntimeError
 from nxc.backend.py.emit import emit_py, type_key
-from nxc.backend.py.run import RECURSION_LIMIT, compile_py, describe_fault, execute_module, runtime_modules
+from nxc.backend.py.run import (RECURSION_LIMIT, compile_py, describe_fault, execute_module, runtime_digest,
+                                runtime_modules)
 from nxc.check.types import BoolType
 
 
@@ -44,6 +47,15 @@ class PyBackend(base.Backend):
         t0 = time.perf_counter()
         code = compile_py(emitted)
         return CompiledPy(code, time.perf_counter() - t0)
+
+    def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
+        # No build cache to borrow a key from: the generated text, the runtime it
+        # runs on (runtime/nx_f32.py, nx_memory.py) and nxc's version.
+        h = hashlib.sha256()
+        for part in (__version__, runtime_digest(), emitted.filename, emitted.text):
+            h.update(part.encode())
+            h.update(b"\0")
+        return "py-" + h.hexdigest()[:24]
 
     def load(self, program, emitted, built) -> "PyLoaded":
         return PyLoaded(program, emitted, built)

@@ -23,7 +23,7 @@ import sys
 from functools import lru_cache
 
 from nxc.diagnostics import display_path
-from nxc.paths import runtime_dir
+from nxc.paths import digest_of_files, runtime_dir
 
 RECURSION_LIMIT = 200_000
 
@@ -45,6 +45,12 @@ def runtime_modules():
             spec.loader.exec_module(mod)
         mods.append(mod)
     return tuple(mods)
+
+
+@lru_cache(maxsize=1)
+def runtime_digest() -> str:
+    """A content hash of the Python runtime's files (part of the result cache's key)."""
+    return digest_of_files(*(os.path.join(runtime_dir(), f"{name}.py") for name in ("nx_f32", "nx_memory")))
 
 
 def NxRuntimeError():
