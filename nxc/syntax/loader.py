@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from nxc import __version__
 from nxc.syntax import ast
-from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
+from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
 from nxc.paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
                     write_atomically)
@@ -63,8 +63,8 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         src = SourceFile(path, "")
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        before = source_lines(raw[:exc.start].decode("utf-8") + "|")   # the text up to the bad byte
+        line, col = len(before), len(before[-1])
         diags.error(Pos(src, line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})")
         return None
     if text.startswith("\ufeff"):

@@ -16,7 +16,7 @@ import re
 from functools import lru_cache
 
 from nxc.syntax import ast, lalr, lexer
-from nxc.diagnostics import Diagnostics, Pos, SourceFile
+from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
 from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
 from nxc.syntax.postlex import StatementEnds
@@ -374,7 +374,7 @@ _HEADER_LINE = re.compile(r"//\s*([a-z][a-z0-9_]*):\s+(\S.*?)\s*$")
 def read_header(text: str) -> dict[str, str]:
     """`key: value` lines of the leading // comment block (module metadata)."""
     meta: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in source_lines(text):
         line = line.strip()
         if not line.startswith("//"):
             break
@@ -420,7 +420,7 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
                 f"'{opener.value}' is never closed: expected '{close}' before the end of the file", [])
     expected = sorted({_word_for(t) for t in exc.expected if not t.startswith("__")})
     if at_end:
-        lines = src.text.splitlines() or [""]
+        lines = source_lines(src.text) or [""]
         pos = Pos(src, len(lines), len(lines[-1]) + 1)
         found = "the end of the file"
     else:
