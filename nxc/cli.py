@@ -10,7 +10,7 @@ import sys
 import time
 
 from nxc import __version__
-from nxc.diagnostics import CompileError, Diagnostics
+from nxc.diagnostics import CompileError, Diagnostics, ToolError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -153,8 +153,11 @@ def cmd_emit(args) -> int:
         from nxc.backend.py.emit import emit_py
         text = emit_py(program).text
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise ToolError(f"cannot write '{args.output}': {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -228,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
+    except ToolError as exc:
+        print(f"nxc: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
         return 130

@@ -133,6 +133,12 @@ def quotable(line: str, col: int) -> tuple[str, int]:
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 
 
+class ToolError(Exception):
+    """A problem around the .nx code, not in it (no C compiler, an output
+    path that is a folder): the command line prints it as one line,
+    `nxc: error: ...`, never as a traceback."""
+
+
 class CompileError(Exception):
     """Raised at the end of a phase that reported errors; carries them all."""
 
@@ -141,21 +147,44 @@ class CompileError(Exception):
         super().__init__("\n".join(d.render() for d in diagnostics))
 
 
+# Past this many errors (or warnings) of one compilation the rest are only
+# counted: 10,000 chained comparisons are one mistake repeated, and printing
+# each (with its quoted line) made hundreds of megabytes of output.
+LIMIT = 50
+
+
 class Diagnostics:
     """Collects errors and warnings of one compilation."""
 
     def __init__(self, warnings: bool = True):
         self.items: list[Diagnostic] = []
         self.show_warnings = warnings
+        self.kept = {"error": 0, "warning": 0}
+        self.dropped = {"error": 0, "warning": 0}
+
+    def _add(self, d: Diagnostic) -> Diagnostic:
+        severity = d.severity
+        if self.kept[severity] < LIMIT:
+            self.kept[severity] += 1
+            self.items.append(d)
+        else:
+            self.dropped[severity] += 1
+            if self.dropped[severity] == 1:
+                self._last(severity).notes.append(Diagnostic("note", None, ""))
+            # The last kept one carries the count of those left out.
+            self._last(severity).notes[-1].message = (
+                f"{self.dropped[severity]} more {severity}s not shown (only the first {LIMIT} are)")
+        return d
+
+    def _last(self, severity: str) -> Diagnostic:
+        return next(d for d in reversed(self.items) if d.severity == severity)
 
     def error(self, pos: Pos | None, message: str, notes: list[Diagnostic] | None = None) -> Diagnostic:
-        d = Diagnostic("error", pos, message, notes or [])
-        self.items.append(d)
-        return d
+        return self._add(Diagnostic("error", pos, message, notes or []))
 
     def warning(self, pos: Pos | None, message: str) -> None:
         if self.show_warnings:
-            self.items.append(Diagnostic("warning", pos, message))
+            self._add(Diagnostic("warning", pos, message))
 
     @staticmethod
     def note(pos: Pos | None, message: str) -> Diagnostic:

@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import asdict, dataclass, field
 from xml.etree import ElementTree as ET
 
-from nxc.diagnostics import display_path
+from nxc.diagnostics import ToolError, display_path
 
 PASS, FAIL = "PASS", "FAIL"
 COMPILE_ERROR, RUNTIME_ERROR = "COMPILE-ERROR", "RUNTIME-ERROR"
@@ -402,6 +402,9 @@ def internal_error(r: Result, exc: BaseException, seconds: float) -> Result:
     if isinstance(exc, BuildError):
         r.message = "the C compiler rejected the generated code (a bug in nxc)"
         r.report = str(exc)
+    elif isinstance(exc, ToolError):        # no compiler, ...: the user's setup, one line
+        r.message = str(exc)
+        r.report = f"ERROR: {exc}"
     elif isinstance(exc, ImportError) and ("run_py" in str(exc) or "emit_py" in str(exc)):
         r.message = "the Python backend is not available"
         r.report = f"ERROR: {r.message}: {exc}"

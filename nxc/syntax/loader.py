@@ -18,8 +18,8 @@ from nxc import __version__
 from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
-from nxc.paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
-                    write_atomically)
+from nxc.cache import cache_dir, prune_due, prune_least_recent, seal, unseal, write_atomically
+from nxc.paths import bundled_dir, digest_of_files, grammar_file
 
 
 @dataclass
@@ -72,7 +72,10 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
     return SourceFile(path, text)
 
 
-# Parsed modules, as pickles of the freshly parsed AST. The checker writes
+# Parsed modules, as pickles of the freshly parsed AST, sealed on disk
+# (nxc/cache.py): a pickle is only unpickled once its seal shows that this
+# user's nxc wrote it under this very key, so a planted or swapped file is
+# parsed again, never run. The checker writes
 # its results into the AST (types, symbols), so every check gets its own copy:
 # unpickling one is ~8x faster than parsing again. Kept in memory for this
 # process and on disk (the cache folder's parse/), so a warm `nxc test` or a
@@ -112,11 +115,14 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
             os.utime(disk)                      # recently used: pruned last
         except OSError:
             pass
+        blob = unseal(key, blob)                # None unless this user's nxc wrote it for this key
     module = _unpickle_module(blob)
+    if module is not None and (module.source.path != src.path or module.source.text != src.text):
+        module = None                           # sealed, yet for another file: never use it
     if module is None:                          # not cached, or a damaged file
         module = parse_source(src, diags)      # raises on syntax errors: nothing cached
         blob = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-        _store_on_disk(disk, blob)
+        _store_on_disk(disk, seal(key, blob))
     _PARSED[key] = blob
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:

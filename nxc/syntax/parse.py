@@ -17,7 +17,8 @@ from functools import lru_cache
 
 from nxc.syntax import ast, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
-from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
+from nxc.cache import cache_dir, seal, unseal, write_atomically
+from nxc.paths import digest_of_files, grammar_file
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
 from nxc.syntax.postlex import StatementEnds
 
@@ -96,12 +97,15 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     lark_init = importlib.util.find_spec("lark").origin
     code = digest_of_files(lalr.__file__, lexer.__file__, lark_init)
     key = hashlib.sha256("\0".join((code, grammar, *postlex.always_accept)).encode()).hexdigest()[:24]
-    path = os.path.join(cache_dir(), "parse", f"grammar-{key}.pickle")
+    name = f"grammar-{key}.pickle"
+    path = os.path.join(cache_dir(), "parse", name)
     try:
         with open(path, "rb") as f:
-            terminals, table = pickle.load(f)
-        if isinstance(terminals, list) and isinstance(table, dict):
-            return terminals, table
+            blob = unseal(name, f.read())      # unpickled only if this user's nxc wrote it
+        if blob is not None:
+            terminals, table = pickle.loads(blob)
+            if isinstance(terminals, list) and isinstance(table, dict):
+                return terminals, table
     except Exception:  # noqa: BLE001 - missing or damaged: build it again
         pass
     # Lark reads the grammar and builds the LALR(1) table; it is not asked
@@ -109,7 +113,7 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     from lark import Lark
     lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex, start="module")
     result = (terminal_specs(lark), lalr.table_from_lark(lark, "module"))
-    write_atomically(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    write_atomically(path, seal(name, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
     return result
 
 

@@ -28,6 +28,7 @@ from nxc.syntax import ast
 from nxc.check.checker import Function, Program
 from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -446,7 +447,7 @@ def _balanced(s: str) -> bool:
 
 
 def _c_string(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"')
+    return c_string_body(s)         # a path may hold quotes, newlines, `??/`, any byte
 
 
 
@@ -493,7 +494,7 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                         "ret_abi": c_abi_type(fn.ret)})
     root = program.graph.root.source.path
     text = template("module.c.j2").render(
-        version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
+        version=__version__, root=comment_text(os.path.basename(root)), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
         site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),

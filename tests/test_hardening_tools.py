@@ -1,0 +1,55 @@
+"""issue 15 (10), (11): the tool's edges end in one clear line, never a traceback."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+GATE = "func main() -> i64 {\n    return 0\n}\n"
+
+
+def _nxc(*args, env=None, cwd=None):
+    return subprocess.run([sys.executable, "-m", "nxc", *args], capture_output=True, text=True,
+                          env=dict(os.environ, **(env or {})), cwd=cwd)
+
+
+@pytest.fixture
+def gate(tmp_path):
+    path = tmp_path / "g.nx"
+    path.write_text(GATE)
+    return str(path)
+
+
+@pytest.mark.parametrize("command", [["run", "--no-cache"], ["test", "-q", "--no-cache"]])
+def test_missing_compiler_named_in_one_line(gate, command):
+    proc = _nxc(*command, gate, env={"CC": "nonexistent-cc"})
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "Traceback" not in out and "internal error" not in out
+    assert "CC='nonexistent-cc'" in out
+
+
+def test_no_compiler_on_path(gate, tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    proc = _nxc("run", "--no-cache", gate, env={"PATH": str(bare), "CC": ""})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "no C compiler" in proc.stderr and "CC" in proc.stderr
+
+
+def test_cc_with_arguments_works(gate):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    proc = _nxc("run", "--no-cache", gate, env={"CC": f"{cc} -g -Wno-unused"})
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("where", ["dir", "missing"])
+def test_emit_c_to_a_bad_output_path(gate, tmp_path, where):
+    target = str(tmp_path) if where == "dir" else str(tmp_path / "missing" / "x.c")
+    for command in ("emit-c", "emit-py"):
+        proc = _nxc(command, gate, "-o", target)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert proc.stderr.startswith(f"nxc: error: cannot write '{target}'")
