@@ -216,7 +216,7 @@ def bench_build(repeats):
             c_file = os.path.join(cache, "plain.c")
             with open(c_file, "w") as f:
                 f.write(emitted.text)
-            cmd = [*compiler(), "-O2", "-shared", "-fPIC", "-I", runtime_dir(), c_file,
+            cmd = [*compiler(), "-O2", "-fwrapv", "-DNX_FLAGS_CHECKED", "-shared", "-fPIC", "-I", runtime_dir(), c_file,
                    "-o", os.path.join(cache, "plain.so")]
             t3 = time.perf_counter()
             subprocess.run(cmd, check=True)

@@ -6,6 +6,7 @@ and a non-zero exit status, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -41,6 +42,18 @@ def _add_build(p):
     p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds (nan and inf
+    would reach select() and time arithmetic as tracebacks)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a positive, finite number of seconds")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="nxc", description="Toolchain for Nishi .nx modules: check, compile and run their gates.",
                 epilog="Run 'nxc COMMAND --help' for a command's options.")
@@ -59,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
-    r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    r.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop the gate after SECONDS (default 60)")
     r.add_argument("-v", "--verbose", action="store_true", help="say how long each step took")
     _add_include(r)
@@ -89,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run N modules at once (default and 0: one per CPU)")
     t.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (one item per backend)")
-    t.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    t.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop a gate after SECONDS and report TIMEOUT (default 60)")
     t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
     t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")

@@ -53,3 +53,38 @@ def test_emit_c_to_a_bad_output_path(gate, tmp_path, where):
         proc = _nxc(command, gate, "-o", target)
         assert proc.returncode == 1 and "Traceback" not in proc.stderr
         assert proc.stderr.startswith(f"nxc: error: cannot write '{target}'")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon"])
+@pytest.mark.parametrize("command", ["run", "test"])
+def test_timeout_must_be_positive_and_finite(gate, command, value):
+    proc = _nxc(command, "--timeout", value, gate)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--timeout" in proc.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("name", ["/etc/passwd", "../../../../../../etc/passwd", "lib/../../x.nx", "notes.txt"])
+def test_import_outside_the_search_folders_is_refused_unquoted(tmp_path, name):
+    path = tmp_path / "sub" / "t.nx"
+    path.parent.mkdir()
+    (tmp_path / "x.nx").write_text("this is not nx and must never be quoted\n")
+    (tmp_path / "sub" / "notes.txt").write_text("secret notes\n")
+    path.write_text(f'import "{name}"\nfunc main() -> i64 {{ return 0 }}\n')
+    proc = _nxc("check", str(path))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[0].startswith(f"{path}:1:1: error: import \"{name}\"")
+    assert "root:" not in proc.stderr and "never be quoted" not in proc.stderr and "secret" not in proc.stderr
+
+
+def test_generated_c_refuses_to_compile_without_the_flags(gate, tmp_path):
+    out = tmp_path / "g.c"
+    assert _nxc("emit-c", gate, "-o", str(out)).returncode == 0
+    from nxc.paths import runtime_dir
+    cc = shutil.which("cc") or shutil.which("gcc")
+    bare = subprocess.run([cc, "-std=c11", "-c", "-I", runtime_dir(), str(out), "-o", str(tmp_path / "g.o")],
+                          capture_output=True, text=True)
+    assert bare.returncode != 0 and "-fwrapv" in bare.stderr
+    flagged = subprocess.run([cc, "-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off",
+                              "-DNX_FLAGS_CHECKED", "-c", "-I", runtime_dir(), str(out), "-o", str(tmp_path / "g.o")],
+                             capture_output=True, text=True)
+    assert flagged.returncode == 0, flagged.stderr

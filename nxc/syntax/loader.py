@@ -39,6 +39,22 @@ def search_path(include: list[str] | None = None) -> list[str]:
     return dirs
 
 
+def import_refusal(name: str) -> str | None:
+    """Why `import "name"` is refused (None: it is not).
+
+    An import names a .nx module inside a search folder: an absolute path,
+    a path that climbs out with `..`, or another kind of file would let a
+    module read (and an error message quote) any file on the machine.
+    """
+    if os.path.isabs(name):
+        return f"import \"{name}\": an import is a path relative to the search folders, not an absolute path"
+    if os.path.normpath(name).split(os.sep)[0] == os.pardir:
+        return f"import \"{name}\": an import may not climb out of the search folders with '..'"
+    if not name.endswith(".nx"):
+        return f"import \"{name}\": an import names a .nx module"
+    return None
+
+
 def resolve_import(name: str, importer_dir: str, include: list[str] | None) -> tuple[str | None, list[str]]:
     """(real path or None, folders tried in order)."""
     tried = []
@@ -188,6 +204,10 @@ def load_program(path: str, include: list[str] | None = None,
             return
         by_path[real] = module
         for imp in module.imports:
+            refusal = import_refusal(imp.path)
+            if refusal is not None:
+                _add_chain_notes(diags.error(imp.pos, refusal), chain)
+                continue
             found, tried = resolve_import(imp.path, os.path.dirname(real), include)
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)

@@ -45,8 +45,9 @@ from nxc.paths import runtime_dir
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
-# float32 rounding. Never -ffast-math.
-BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off",
+# float32 rounding. Never -ffast-math. -DNX_FLAGS_CHECKED: says the three are
+# given (the generated C refuses to compile without it).
+BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off", "-DNX_FLAGS_CHECKED",
               "-fPIC", "-shared", "-fvisibility=hidden"]
 OPT_LEVELS = {
     "0": ["-O0"],
