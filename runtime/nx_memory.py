@@ -59,7 +59,7 @@ _MAP_NORESERVE = getattr(_mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswi
 
 # Views of the arena: (format, size) per nx type name. Pointers use "Q".
 FORMATS = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
-           "i64": "q", "u64": "Q", "ptr": "Q", "bool": "?"}
+           "i64": "q", "u64": "Q", "ptr": "Q", "bool": "B"}    # bool: the byte (nonzero = true)
 SIZES = {"b": 1, "B": 1, "?": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
 SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
 

@@ -142,6 +142,9 @@ class FunctionEmitter:
         # guard is evaluated (nxc/lower/guards.py): expression id -> value slot.
         self.capture_slot: dict[int, int] = {}
         self.capturing_conds: set[int] = set()
+        # Memory places used as places (assigned to, address taken), not
+        # loaded: a bool there is not read through nx_load_bool.
+        self.places: set[int] = set()
         if gate:
             for gr in program.gate_returns:
                 plan = plan_captures(gr.guard)
@@ -208,6 +211,7 @@ class FunctionEmitter:
                 tmp = self.temp(value.ty if value.ty is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
+            self.places.add(id(target))
             self.emit(f"{self.expr(target)} = {v};")
             return
         op = s.op[:-1]
@@ -280,6 +284,9 @@ class FunctionEmitter:
             text = c_int_literal(e.const, e.ty)
         else:
             text = getattr(self, "expr_" + type(e).__name__)(e)
+            if (e.ty.__class__ is BoolType and e.__class__ in _MEMORY_PLACES and id(e) not in self.places
+                    and (e.__class__ is not ast.Unary or e.op == "*")):
+                text = f"nx_load_bool(&({text}))"
         slot = self.capture_slot.get(id(e))
         return text if slot is None else self.captured(e, slot, text)
 
@@ -314,6 +321,8 @@ class FunctionEmitter:
         return func_c_name(sym)
 
     def expr_Unary(self, e: ast.Unary) -> str:
+        if e.op == "&":
+            self.places.add(id(e.operand))      # its address is taken, not its value
         a = self.expr(e.operand)
         if e.op == "-":
             return f"(({c_type(e.ty)})(-{a}))"
@@ -428,6 +437,11 @@ class FunctionEmitter:
         return c_int_literal(e.const, e.ty)
 
     expr_BoolLit = expr_IntLit
+
+
+# Expressions that read memory: a bool read there goes through
+# nx_load_bool (module.c.j2), as a byte, since a _Bool holding 2 is undefined.
+_MEMORY_PLACES = frozenset({ast.Index, ast.FieldAccess, ast.Unary})
 
 
 def _is_stable_place(e: ast.Expr) -> bool:

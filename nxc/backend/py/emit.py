@@ -75,7 +75,7 @@ def _view(t: Type, canonical: bool = True) -> tuple[str, int]:
     if isinstance(t, PointerType):
         return "_VQ", 3
     if isinstance(t, BoolType):
-        return "_Vz", 0
+        return "_VB", 0         # the byte; a load reads any nonzero byte as true
     return _VIEW[(t.bits, t.signed and canonical)]
 
 
@@ -618,6 +618,8 @@ class FunctionEmitter:
     def load_at(self, addr: str, t: Type, pos, fixed: bool = False) -> str:
         view, shift = _view(t)
         var, check, idx, size, site = self.access(addr, t, pos, "r", shift, fixed)
+        if isinstance(t, BoolType):     # a byte holding 2 (written as u8) reads as true
+            return f"(({view}[{idx}] if {check} & {size} else _ld({var}, {site})) != 0)"
         return f"({view}[{idx}] if {check} & {size} else _ld({var}, {site}))"
 
     def access(self, addr: str, t: Type, pos, mode: str, shift: int, fixed: bool):
