@@ -190,8 +190,11 @@ def cmd_run(args) -> int:
     if program.entry is None:
         print(f"nxc: error: {args.file} has no gate: declare 'func main() -> i64' to run it", file=sys.stderr)
         return EXIT_FAIL
-    outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
-                       timeout=args.timeout, verbose=args.verbose)
+    try:
+        outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
+                           timeout=args.timeout, verbose=args.verbose)
+    except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
+        return _report_compile_error(exc)
     if args.verbose:
         print(f"nxc: front end {1000 * (t1 - t0):.1f} ms", file=sys.stderr)
     first = outcomes[0]

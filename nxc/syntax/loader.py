@@ -114,8 +114,8 @@ def _front_end_digest() -> str:
     """The grammar and the code that makes and shapes ASTs: a cached pickle
     is only as good as the classes and parser that made it."""
     from nxc import diagnostics
-    from nxc.syntax import lalr, lexer, parse, postlex
-    return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, lalr, lexer, parse, postlex)))
+    from nxc.syntax import depth, lalr, lexer, parse, postlex
+    return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, depth, lalr, lexer, parse, postlex)))
 
 
 def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
@@ -190,20 +190,33 @@ def load_program(path: str, include: list[str] | None = None,
     order: list[ast.Module] = []
     chains: dict[str, list[Pos]] = {root_path: []}
 
-    def visit(real: str, chain: list[Pos], at: Pos | None) -> None:
-        if real in by_path:
-            return
-        src = read_source(real, diags, at)
-        if src is None:
-            return
-        before = len(diags.errors)
-        try:
-            module = _parse_cached(src, diags)
-        except CompileError:
-            _attach_chain(diags, before, chain)
-            return
-        by_path[real] = module
-        for imp in module.imports:
+    # Depth first, each module after its imports, with an explicit stack: a
+    # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
+    failed: set[str] = set()
+    stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
+    while stack:
+        frame = stack[-1]
+        real, chain, at, pending = frame
+        if pending is None:
+            if real in by_path or real in failed:
+                stack.pop()
+                continue
+            src = read_source(real, diags, at)
+            if src is None:
+                failed.add(real)
+                stack.pop()
+                continue
+            before = len(diags.errors)
+            try:
+                module = _parse_cached(src, diags)
+            except CompileError:
+                _attach_chain(diags, before, chain)
+                failed.add(real)
+                stack.pop()
+                continue
+            by_path[real] = module      # before its imports: a cycle back to it stops here
+            frame[3] = pending = iter(module.imports)
+        for imp in pending:
             refusal = import_refusal(imp.path)
             if refusal is not None:
                 _add_chain_notes(diags.error(imp.pos, refusal), chain)
@@ -216,10 +229,13 @@ def load_program(path: str, include: list[str] | None = None,
                 continue
             if found not in chains:
                 chains[found] = chain + [imp.pos]
-            visit(found, chains[found], imp.pos)
-        order.append(module)        # after its imports: dependencies first
+            if found not in by_path and found not in failed:
+                stack.append([found, chains[found], imp.pos, None])
+                break
+        else:
+            order.append(by_path[real])    # after its imports: dependencies first
+            stack.pop()
 
-    visit(root_path, [], None)
     diags.raise_if_errors()
     return ModuleGraph(by_path[root_path], order, chains)
 

@@ -19,6 +19,7 @@ from nxc.syntax import ast, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
 from nxc.cache import cache_dir, seal, unseal, write_atomically
 from nxc.paths import digest_of_files, grammar_file
+from nxc.syntax.depth import check_depth
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
 from nxc.syntax.postlex import StatementEnds
 
@@ -334,10 +335,10 @@ class _ToAst:
     def int_lit(self, meta, tok):
         value = parse_int_literal(tok.value)
         if value is None:
-            self.diags.error(self._p(tok), f"bad integer literal '{tok.value}'")
+            self.diags.error(self._p(tok), f"bad integer literal '{_shown(tok.value)}'")
             value = 0
         elif value >= 1 << 64:
-            self.diags.error(self._p(tok), f"integer literal '{tok.value}' does not fit in 64 bits")
+            self.diags.error(self._p(tok), f"integer literal '{_shown(tok.value)}' does not fit in 64 bits")
             value = 0
         return ast.IntLit(_new_pos(Pos, (self.src, tok.line, tok.column)), value, tok.value)
 
@@ -355,6 +356,11 @@ class _ToAst:
         return ast.SizeOf(self._p(meta), target)
 
 
+def _shown(text: str) -> str:
+    """A literal as an error message quotes it: a 5,000-digit one is cut."""
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
+
+
 _INT_FORMS = (
     (re.compile(r"0[xX]([0-9A-Fa-f]+)\Z"), 16),
     (re.compile(r"0[bB]([01]+)\Z"), 2),
@@ -362,13 +368,23 @@ _INT_FORMS = (
 )
 
 
+# Past this many significant digits a literal is out of range anyway (2^64
+# has 20 decimal digits); Python refuses to convert more than 4,300 decimal
+# digits (a ValueError), so longer ones are never converted.
+_TOO_BIG = 1 << 64
+
+
 def parse_int_literal(text: str) -> int | None:
     if text.isdigit() and text.isascii():      # the common case, without a regex
-        return int(text)
+        if len(text) <= 20:
+            return int(text)
+        digits = text.lstrip("0")
+        return int(digits or "0") if len(digits) <= 20 else _TOO_BIG
     for pattern, base in _INT_FORMS:
         m = pattern.match(text)
         if m:
-            return int(m.group(1), base)
+            digits = m.group(1).lstrip("0")
+            return int(digits or "0", base) if len(digits) <= 70 else _TOO_BIG
     return None
 
 
@@ -402,6 +418,7 @@ def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     finally:
         to_ast.src = to_ast.diags = None
     diags.raise_if_errors()
+    check_depth(items, diags)          # before any recursive pass sees the tree
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 
 

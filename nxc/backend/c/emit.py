@@ -28,6 +28,7 @@ from nxc.syntax import ast
 from nxc.check.checker import Function, Program
 from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
@@ -477,6 +478,7 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
 
 
+@deep    # deeply nested programs recurse deeply (nxc/deep.py)
 def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit)."""

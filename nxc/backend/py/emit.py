@@ -34,6 +34,7 @@ first, like the C backend.
 from __future__ import annotations
 
 import keyword
+from itertools import accumulate, repeat
 import os
 import re
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from nxc.check.checker import Function, Program
 from nxc.check.externs import f32_primitives
 from nxc.lower.f32_unbox import is_pure
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.deep import deep
 from nxc.backend.escape import comment_text
 from nxc.backend.skeleton import template
 from nxc.check.types import BoolType, IntType, PointerType, Type
@@ -110,17 +112,17 @@ def to_signed_text(text: str, t: IntType) -> str:
     return f"(_r if (_r := {text}) < {py_int(h)} else _r - {py_int(1 << t.bits)})"
 
 
+_PAREN_DELTA = {"(": 1, ")": -1}
+
+
 def _strip(text: str) -> str:
     """Drop one pair of redundant outer parentheses (statement level)."""
     if text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(text):
-            if ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-                if depth == 0 and i != len(text) - 1:
-                    return text
+        # The depth after each character, computed in C (map, accumulate,
+        # list.index): a loop in Python here made deep expressions n^2 slow.
+        depths = list(accumulate(map(_PAREN_DELTA.get, text, repeat(0))))
+        if depths.index(0) != len(text) - 1:
+            return text
         return text[1:-1]
     return text
 
@@ -768,6 +770,7 @@ class ModuleEmitter:
 
 
 
+@deep    # deeply nested programs recurse deeply (nxc/deep.py)
 def emit_py(program: Program) -> EmittedPy:
     m = ModuleEmitter(program)
     rendered = []
