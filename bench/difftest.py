@@ -9,7 +9,7 @@ is a bug.
 Programs come from bench/gen_program.py (seed = program number). For speed,
 BATCH programs share one module (one C build per optimisation level, one
 Python-backend load); each program's `run()` is called on its own in a forked
-child per configuration (nxc.gates.run.run_isolated), so a crash or a hang costs
+child per configuration (nxc.gates.isolate.run_isolated), so a crash or a hang costs
 one batch, which is then re-run program by program. For every program that
 disagrees (or whose fold check failed: the checker's constant folding and the
 run-time arithmetic differ), the standalone program is saved to the --save
@@ -39,7 +39,7 @@ except ImportError:
 import gen_program  # noqa: E402
 from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
 from nxc.check.frontend import check_file  # noqa: E402
-from nxc.gates.run import run_isolated  # noqa: E402
+from nxc.gates.isolate import run_isolated  # noqa: E402
 
 # A configuration: (name, backend, C opt level, soft-f32)
 CONFIGS = [("c-O0", "c", "0", False), ("c-O2", "c", "2", False), ("py", "py", None, False)]
@@ -88,18 +88,20 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
                 out += [OK if status == 0 else TRAP, slot[0] if status == 0 else 0]
             return out
         try:
-            kind, data = run_isolated(call, timeout)
+            ended = run_isolated(call, timeout)
         finally:
             try:
                 os.remove(built.path)
             except OSError:
                 pass
     else:
-        from nxc.backend.py.run import RECURSION_LIMIT, load_py
+        from nxc.backend.py.run import RECURSION_LIMIT
+        from nxc.backend.registry import backend_for
+        prepared = backend_for("py").prepare(program)
 
         def call():
             sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-            mod = load_py(program)
+            mod = prepared.loaded
             out = []
             for name in entries:
                 try:
@@ -107,9 +109,10 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
                 except Exception:  # noqa: BLE001 - a located runtime error
                     out += [TRAP, 0]
             return out
-        kind, data = run_isolated(call, timeout)
-    if kind != "ok":
-        return kind, str(data)
+        ended = run_isolated(call, timeout)
+    if ended.kind != "ok":
+        return ended.kind, ended.message
+    data = ended.value
     return "ok", [(data[i], data[i + 1]) for i in range(0, len(data), 2)]
 
 

@@ -21,16 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nxc.backend.base import Loaded, NxRuntimeError
+from nxc.backend.registry import NAMES, backend_for
 from nxc.check.checker import Function, Program
-from nxc.diagnostics import Diagnostics
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
+from nxc.diagnostics import Diagnostics
+
+__all__ = ["Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
 
 _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
            (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
-
-
-class NxRuntimeError(RuntimeError):
-    """nx code stopped with a run-time error (message names the .nx line)."""
 
 
 def dtype_for(t: Type):
@@ -94,8 +94,10 @@ class Function_:
         if len(args) != len(fn.params):
             raise TypeError(f"{fn.decl.name}() takes {len(fn.params)} argument"
                             f"{'s' if len(fn.params) != 1 else ''} ({len(args)} given)")
-        converted = [self._module._convert(a, p) for a, p in zip(args, fn.params)]
-        return self._module._backend.call(fn, converted, args)
+        module = self._module
+        converted = [module._convert(a, p) for a, p in zip(args, fn.params)]
+        result = module._backend.call(fn, converted)
+        return Pointer(result, fn.ret, module) if isinstance(fn.ret, PointerType) else result
 
     def __repr__(self) -> str:
         return f"<nx function {self.__doc__}>"
@@ -104,10 +106,9 @@ class Function_:
 class Module:
     """A loaded .nx module: functions and consts as attributes."""
 
-    def __init__(self, program: Program, backend):
+    def __init__(self, program: Program, backend: Loaded):
         self._program = program
         self._backend = backend
-        backend.module = self
         self.path = program.graph.root.source.path
         self.consts = {s.name: s.value for s in program.consts}
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
@@ -184,79 +185,6 @@ class Module:
         return f"<nx module {self.path} ({self._backend.name})>"
 
 
-class CBackend:
-    name = "c"
-
-    def __init__(self, program: Program, opt: str = "2"):
-        from nxc.backend.c.build import build, load as load_ext
-        from nxc.backend.c.emit import emit_c
-        self.program = program
-        self.emitted = emit_c(program)
-        self.built = build(self.emitted, opt=opt)
-        self.lib, self.ffi = load_ext(self.built)
-        self.module = None
-
-    def _trap(self) -> NxRuntimeError:
-        site = self.emitted.sites[self.lib.nxc_trap_site()]
-        return NxRuntimeError(f"{site.path}:{site.line}:{site.col}: runtime error: {site.what}")
-
-    def _c_arg(self, value, param, keep):
-        if isinstance(value, tuple):
-            kind = value[0]
-            if kind == "null":
-                return self.ffi.NULL
-            if kind == "ptr":
-                return self.ffi.cast("void *", value[1])
-            arr = value[1]
-            keep.append(arr)
-            return self.ffi.cast("void *", arr.ctypes.data)
-        return value
-
-    def call(self, fn: Function, converted, original):
-        keep = []
-        c_args = [self._c_arg(v, p, keep) for v, p in zip(converted, fn.params)]
-        wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
-        from nxc.check.types import VOID
-        if fn.ret is VOID:
-            status = wrapper(*c_args)
-            result = None
-        else:
-            out = self.ffi.new(_out_ctype(fn.ret))
-            status = wrapper(*c_args, out)
-            result = out[0]
-        if status != 0:
-            raise self._trap()
-        if isinstance(fn.ret, PointerType):
-            return Pointer(int(self.ffi.cast("uintptr_t", result)), fn.ret, self.module)
-        if isinstance(fn.ret, BoolType):
-            return bool(result)
-        return result
-
-    def run_main(self) -> int:
-        out = self.ffi.new("int64_t *")
-        if self.lib.nxc_run_main(out) != 0:
-            raise self._trap()
-        return out[0]
-
-    def read(self, address: int, t: Type):
-        if address == 0:
-            raise NxRuntimeError("reading a field through a null pointer")
-        from nxc.backend.c.emit import c_type
-        ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
-        value = self.ffi.cast(ct + " *", address)[0]
-        return bool(value) if isinstance(t, BoolType) else int(value)
-
-    def read_array(self, address: int, count: int, dtype) -> np.ndarray:
-        buf = self.ffi.buffer(self.ffi.cast("char *", address), count * dtype.itemsize)
-        return np.frombuffer(bytes(buf), dtype=dtype).copy()
-
-
-def _out_ctype(t: Type) -> str:
-    """The C type of a result slot for `t` (pointers come back as void *)."""
-    from nxc.backend.c.emit import c_abi_type
-    return "void **" if isinstance(t, PointerType) else c_abi_type(t) + " *"
-
-
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
          soft_f32: bool = False) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
@@ -266,10 +194,8 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     Raises diagnostics.CompileError for mistakes in the .nx code.
     """
     from nxc.check.frontend import check_file
-    if backend not in ("c", "py"):
+    if backend not in NAMES:
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
     program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
-    if backend == "c":
-        return Module(program, CBackend(program, opt))
-    from nxc.backend.py.run import PyBackend
-    return Module(program, PyBackend(program))
+    prepared = backend_for(backend).prepare(program, purpose="api", opt=opt)
+    return Module(program, prepared.loaded)

@@ -12,8 +12,7 @@ import time
 
 from nxc import __version__
 from nxc.diagnostics import CompileError, Diagnostics, ToolError
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -159,12 +158,8 @@ def cmd_emit(args) -> int:
         program, _ = _front(args.file, args)
     except CompileError as exc:
         return _report_compile_error(exc)
-    if args.command == "emit-c":
-        from nxc.backend.c.emit import emit_c
-        text = emit_c(program).text
-    else:
-        from nxc.backend.py.emit import emit_py
-        text = emit_py(program).text
+    from nxc.backend.registry import backend_for
+    text = backend_for("c" if args.command == "emit-c" else "py").emit(program).text
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:
@@ -177,7 +172,8 @@ def cmd_emit(args) -> int:
 
 
 def cmd_run(args) -> int:
-    from nxc.gates.run import describe_failure, execute
+    from nxc.gates.report import describe_failure, sources_of
+    from nxc.gates.run import execute
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
         return EXIT_USAGE
@@ -203,18 +199,18 @@ def cmd_run(args) -> int:
             f"{o.backend}: {o.status} {o.value if o.value is not None else o.message}" for o in outcomes),
             file=sys.stderr)
         return EXIT_FAIL
-    if first.status == "PASS":
+    if first.status == Status.PASS:
         if args.verbose:
             print(f"PASS {args.file}", file=sys.stderr)
         return EXIT_OK
-    if first.status == "FAIL":
-        print(describe_failure(first), file=sys.stderr)
+    if first.status == Status.FAIL:
+        print(describe_failure(first, sources_of(program)), file=sys.stderr)
         v = first.value
         if not 1 <= v <= 255:
             print(f"nxc: the gate's value {v} does not fit an exit status; exiting with 1", file=sys.stderr)
             return EXIT_FAIL
         return v
-    print(f"{first.status}: {first.message}" if first.status != "CRASH" else f"CRASH ({first.message})",
+    print(f"{first.status}: {first.message}" if first.status != Status.CRASH else f"CRASH ({first.message})",
           file=sys.stderr)
     return EXIT_FAIL
 
@@ -243,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     if args.command == "test":
-        from nxc.gates.runner import main as test_main
+        from nxc.gates.command import main as test_main
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
@@ -252,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_FAIL
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_FAIL
 

@@ -72,7 +72,16 @@ _ZEROS = bytes(_CHUNK)
 
 
 class NxRuntimeError(Exception):
-    """A run-time fault of nx code; str() is `path:line:col: runtime error: ...`."""
+    """A run-time fault of nx code; str() is `path:line:col: runtime error: ...`.
+
+    `where` is (absolute path, line, col) of the fault and `what` the bare
+    description, when known, so a gate runner reports the site as data.
+    """
+
+    def __init__(self, message: str, where: tuple | None = None, what: str | None = None):
+        super().__init__(message)
+        self.where = where
+        self.what = what
 
 
 def _shadow_byte(off: int, n: int) -> int:
@@ -195,7 +204,11 @@ class Runtime:
         return "<unknown>"
 
     def error(self, site: int, what: str) -> NxRuntimeError:
-        return NxRuntimeError(f"{self.where(site)}: runtime error: {what}")
+        where = None
+        if 0 <= site < len(self.sites):
+            s = self.sites[site]
+            where = (self.files[s[0]] if isinstance(s[0], int) else s[0], s[1], s[2])
+        return NxRuntimeError(f"{self.where(site)}: runtime error: {what}", where, what)
 
     def _site_text(self, site) -> str:
         return self.where(site) if site is not None and site >= 0 else "an unknown place"

@@ -19,8 +19,12 @@ from nxc.cli import main as cli_main
 from nxc.diagnostics import Diagnostics
 from nxc.backend.py.emit import emit_py
 from nxc.check.frontend import check_file
-from nxc.gates.run import ERROR, FAIL, PASS, TIMEOUT, execute
-from nxc.backend.py.run import load_py, runtime_modules
+from nxc.backend.registry import backend_for
+from nxc.gates.protocol import Status
+from nxc.gates.run import execute
+from nxc.backend.py.run import runtime_modules
+
+PASS, FAIL, ERROR, TIMEOUT = Status.PASS, Status.FAIL, Status.RUNTIME_ERROR, Status.TIMEOUT
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NX_SRC = os.path.join(ROOT, "nx_src")
@@ -292,11 +296,11 @@ func fill(p: *i64, n: i64, v: i64) { var i: i64 = 0; while i < n { p[i] = v + i;
 func sum(p: *i64, n: i64) -> i64 { var s: i64 = 0; var i: i64 = 0; while i < n { s += p[i]; i = i + 1 }; return s }
 func main() -> i64 { return 0 }
 """)
-    mod = load_py(program_of(path))
+    mod = backend_for("py").prepare(program_of(path)).loaded
     p = mod.memory.sys_mmap(80)
-    mod.fill(p, 10, 5)
-    assert mod.sum(p, 10) == sum(range(5, 15))
+    mod.function("fill")(p, 10, 5)
+    assert mod.function("sum")(p, 10) == sum(range(5, 15))
     assert mod.memory.read_bytes(p, 8) == (5).to_bytes(8, "little")
     with pytest.raises(runtime_modules()[1].NxRuntimeError, match=r"t\.nx:3:\d+: runtime error: out-of-bounds read"):
-        mod.sum(p, 11)
-    assert mod.run_gate() == (0, 0)
+        mod.function("sum")(p, 11)
+    assert (mod.run_gate().status, mod.run_gate().value) == (PASS, 0)

@@ -196,7 +196,7 @@ def test_backend_py(tree):
 
 # ---- the runner's pieces, in process ----
 def test_keyword_expression():
-    from nxc.gates.runner import KeywordExpression, UsageError
+    from nxc.gates.collect import KeywordExpression, UsageError
     words = ["dir/fail.nx", "fail.nx", "fail", "gate", "c"]
     assert KeywordExpression("FAIL").matches(words)
     assert KeywordExpression("not pass and (gate or library)").matches(words)
@@ -207,7 +207,7 @@ def test_keyword_expression():
 
 
 def test_scan_kind_ignores_commented_out_main(tmp_path):
-    from nxc.gates.runner import scan_kind
+    from nxc.gates.collect import scan_kind
     p = tmp_path / "m.nx"
     p.write_text("// func main() -> i64\n/* func main() -> i64 {\n} */\nfunc f() -> i64 { return 0 }\n")
     assert scan_kind(str(p)) == ("library", 0)

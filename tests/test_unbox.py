@@ -11,7 +11,7 @@ from nxc.diagnostics import Diagnostics
 from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.paths import bundled_dir
-from nxc.gates.run import run_gate_c
+from nxc.gates.run import run_gate
 
 DRIVER = os.path.join(os.path.dirname(__file__), "nx", "unbox_driver.nx")
 
@@ -51,7 +51,7 @@ def test_bundled_gates_pass_on_the_plain_path_too(path):
     if program.entry is None:
         return
     emitted = emit_c(program, unbox_f32=False)
-    outcome = run_gate_c(program, emitted, build(emitted), timeout=120)
+    outcome = run_gate(program, "c", timeout=120, emitted=emitted)
     assert outcome.status == "PASS", (outcome.status, outcome.value)
 
 

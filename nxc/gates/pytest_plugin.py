@@ -7,7 +7,7 @@ Registered through the `pytest11` entry point (`pip install -e .`); without
 installing, load it with `-p nxc.gates.pytest_plugin`. Each `.nx` file becomes an
 `NxFile` holding one `NxItem` per backend: `main` for a gate, `compile` for a
 library module (`main[c]`, `main[py]` with `--nx-backend both`). An item runs
-through the same `runner.run_unit` as `nxc test`, so the verdicts match: the
+through the same `execute.run_unit` as `nxc test`, so the verdicts match: the
 gate runs in its own process with a timeout, and a failure is shown as the
 `.nx` source around the `return` that fired and the values of its guard's
 operands, never as a Python traceback. Collection only reads the text (no
@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import pytest
 
-from nxc.gates import runner
 from nxc.diagnostics import display_path
+from nxc.gates import collect, execute
+
+# The options of this session, kept where pytest keeps plugin state.
+OPTIONS_KEY = pytest.StashKey[execute.Options]()
 
 
 def pytest_addoption(parser):
@@ -41,7 +44,7 @@ def pytest_addoption(parser):
     parser.addini("nx_timeout", "default for --nx-timeout (seconds)", default="60")
 
 
-def _options(config) -> runner.Options:
+def _options(config) -> execute.Options:
     backend = config.getoption("nx_backend") or config.getini("nx_backend") or "c"
     timeout = config.getoption("nx_timeout")
     if timeout is None:
@@ -50,16 +53,16 @@ def _options(config) -> runner.Options:
         raise pytest.UsageError(f"nx_backend must be c, py or both, not '{backend}'")
     if timeout <= 0:
         raise pytest.UsageError("--nx-timeout must be positive")
-    return runner.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
+    return execute.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
                           opt=config.getoption("nx_opt") or "2", use_cache=not config.getoption("nx_no_cache"),
                           include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout",
                           soft_f32=bool(config.getoption("nx_soft_f32")))
 
 
 def pytest_configure(config):
-    config._nx_options = _options(config)
-    if "py" in config._nx_options.backends and not runner.py_backend_available():
-        raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.backend.py.run), "
+    config.stash[OPTIONS_KEY] = options = _options(config)
+    if "py" in options.backends and not execute.py_backend_available():
+        raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.backend.py.backend), "
                                 "which this installation does not have")
 
 
@@ -86,8 +89,8 @@ def _collects_nx(config) -> bool:
 
 class NxFile(pytest.File):
     def collect(self):
-        options: runner.Options = self.config._nx_options
-        kind, main_line = runner.scan_kind(str(self.path))
+        options = self.config.stash[OPTIONS_KEY]
+        kind, main_line = collect.scan_kind(str(self.path))
         name = "main" if kind == "gate" else "compile"
         for backend in options.backends:
             item_name = f"{name}[{backend}]" if len(options.backends) > 1 else name
@@ -99,7 +102,7 @@ class NxFile(pytest.File):
 class NxGateFailure(Exception):
     """Raised by NxItem.runtest; carries the runner's Result to repr_failure."""
 
-    def __init__(self, result: runner.Result):
+    def __init__(self, result: execute.Result):
         super().__init__(result.message)
         self.result = result
 
@@ -110,14 +113,16 @@ class NxItem(pytest.Item):
         self.backend = backend
         self.kind = kind
         self.main_line = main_line
-        self.result: runner.Result | None = None
+        self.result: execute.Result | None = None
 
     def runtest(self):
         path = str(self.path)
         display = display_path(path)
-        item = runner.Item(self.nodeid, path, display, self.backend, self.kind, self.main_line)
-        self.result = result = runner.run_unit(runner.Unit(path, display, [item]), self.config._nx_options)[0]
-        self.user_properties.append(("nx_status", result.status))
+        item = collect.Item(self.nodeid, path, display, self.backend, self.kind, self.main_line)
+        unit = collect.Unit(path, display, [item])
+        self.result = result = execute.run_unit(unit, self.config.stash[OPTIONS_KEY])[0]
+        # str(): pytest-xdist ships properties through execnet, which takes plain types only
+        self.user_properties.append(("nx_status", str(result.status)))
         if result.value is not None:
             self.user_properties.append(("nx_value", result.value))
         if result.location:

@@ -1,8 +1,9 @@
-"""Running the Python backend: load the generated module, run a gate, locate faults.
+"""The Python backend's run time: the runtime modules, executing generated code, locating faults.
 
-`run_gate_py` runs the gate in a forked child (nxc/gates/run.py's `run_isolated`),
-like the C backend, so a runaway gate is stopped by the timeout. Every fault
-comes back as `path:line:col: runtime error: ...`:
+The backend object (nxc/backend/py/backend.py) loads and runs modules with
+these; generated modules import `runtime_modules` and, run as scripts,
+`run_module_main`. Every fault comes back as an NxRuntimeError whose text is
+`path:line:col: runtime error: ...` and whose `where` is (path, line, col):
 
 * the checked memory and the division helpers (runtime/nx_memory.py) raise
   `NxRuntimeError` with the site of the access already in the message;
@@ -12,9 +13,6 @@ comes back as `path:line:col: runtime error: ...`:
   line it was; deep recursion is a stack overflow; an internal error names the
   .nx statement it happened in. The user never sees a Python traceback.
 
-`load_py(program)` loads the module in this process for the Python API:
-`mod.<nx function>(...)` calls it with the same error reporting, and
-`mod.memory` is the runtime (sys_mmap / read_bytes / write_bytes ...).
 """
 from __future__ import annotations
 
@@ -22,13 +20,11 @@ import importlib.util
 import os
 import re
 import sys
-import time
 from functools import lru_cache
 
 from nxc.deep import deep
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, display_path
 from nxc.paths import runtime_dir
-from nxc.gates.run import FAIL, Outcome, outcome_from, run_isolated
 
 RECURSION_LIMIT = 200_000
 
@@ -99,7 +95,8 @@ def python_limit(emitted, exc: BaseException):
     return CompileError(diags.errors)
 
 
-def _exec(emitted, code=None) -> dict:
+def execute_module(emitted, code=None) -> dict:
+    """A fresh namespace of the generated module (its own checked memory)."""
     ns = {"__name__": "nxc_py_module", "__file__": emitted.filename, "__builtins__": __builtins__}
     exec(code or compile_py(emitted), ns)
     return ns
@@ -131,20 +128,21 @@ def describe_fault(exc: BaseException, filename: str, text: str, rt, line_pos: d
             m = None
         if m is not None and m.group(2) in frame.f_locals:
             return rt.describe_access(frame.f_locals[m.group(2)], int(m.group(3)))
-    where = _statement_where(lineno, lines, line_pos)
+    where, located = _statement_where(lineno, lines, line_pos)
     if isinstance(exc, RecursionError):
         what = f"stack overflow: nx function calls nested more than {sys.getrecursionlimit()} deep"
     elif isinstance(exc, MemoryError):
         what = "out of memory"
     else:
         what = f"internal error in the Python backend ({type(exc).__name__}: {exc})"
-    return err_cls(f"{where}: runtime error: {what}")
+    return err_cls(f"{where}: runtime error: {what}", located, what)
 
 
-def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
+def _statement_where(lineno: int, lines: list[str], line_pos) -> tuple[str, tuple | None]:
+    """(`path:line:col` as shown, (path, line, col) or None) of generated line `lineno`."""
     if line_pos and lineno in line_pos:
         path, line, col = line_pos[lineno]
-        return f"{display_path(path)}:{line}:{col}"
+        return f"{display_path(path)}:{line}:{col}", (path, line, col)
     # A standalone file: the nearest `# line N` above, in the function's file.
     n = None
     for i in range(lineno - 1, -1, -1):
@@ -155,43 +153,9 @@ def _statement_where(lineno: int, lines: list[str], line_pos) -> str:
         if s.startswith("def "):
             m2 = re.search(r"#\s*(.*):(\d+)\s*$", s)
             if m2:
-                return f"{m2.group(1)}:{n or m2.group(2)}"
+                return f"{m2.group(1)}:{n or m2.group(2)}", None
             break
-    return f"<generated python line {lineno}>"
-
-
-# ---------------------------------------------------------------- gates
-def run_gate_py(program, timeout: float | None) -> Outcome:
-    from nxc.backend.py.emit import emit_py
-    emitted = emit_py(program)
-    code = compile_py(emitted)
-
-    def call():
-        sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
-        ns = _exec(emitted, code)
-        rt = ns["_rt"]
-        if emitted.entry is None:
-            return 2, 0, -1, -1
-        try:
-            value = ns[emitted.entry]()
-        except Exception as exc:   # noqa: BLE001 - every fault becomes a located message
-            raise describe_fault(exc, emitted.filename, emitted.text, rt, emitted.line_pos) from None
-        cap = {k: v for k, v in rt.captured.items() if v is not None and 0 <= k < emitted.capture_slots}
-        mask = sum(1 << k for k in cap)
-        raw = [_as_i64(cap.get(k, 0)) for k in range(emitted.capture_slots)]
-        return (0, value, rt.gate_site, -1, mask, *raw)
-
-    start = time.perf_counter()
-    kind, data = run_isolated(call, timeout)
-    outcome = outcome_from(program, kind, data, "py", time.perf_counter() - start, lambda site: "")
-    if outcome.status == FAIL:
-        outcome.captured = emitted.captured(data[2], data[4], data[5:])
-    return outcome
-
-
-def _as_i64(v) -> int:
-    v = int(v) & 0xFFFFFFFFFFFFFFFF
-    return v - (1 << 64) if v >> 63 else v
+    return f"<generated python line {lineno}>", None
 
 
 def run_module_main(ns: dict) -> int:
@@ -222,157 +186,3 @@ def run_module_main(ns: dict) -> int:
         where = f" (gate return #{site})"
     print(f"FAIL main returned {value}{where}", file=sys.stderr)
     return value if 1 <= value <= 255 else 1
-
-
-# ---------------------------------------------------------------- in-process API
-class PyModule:
-    """A loaded Python-backend module: nx functions as attributes, `memory` the runtime."""
-
-    def __init__(self, program, emitted, ns):
-        self.program = program
-        self.emitted = emitted
-        self.namespace = ns
-        self.memory = ns["_rt"]
-
-    def function(self, name: str):
-        py = self.emitted.names.get(name)
-        fn = self.namespace.get(py) if py is not None else None
-        if fn is None or not callable(fn):
-            raise AttributeError(f"the program has no function '{name}'")
-        emitted, rt = self.emitted, self.memory
-
-        def call(*args):
-            try:
-                return fn(*args)
-            except Exception as exc:   # noqa: BLE001
-                raise describe_fault(exc, emitted.filename, emitted.text, rt, emitted.line_pos) from None
-        call.__name__ = name
-        call.__doc__ = f"nx function {name} (Python backend)"
-        return call
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return self.function(name)
-
-    def run_gate(self) -> tuple[int, int]:
-        """(value, gate return site) of the root module's gate, in this process."""
-        if self.emitted.entry is None:
-            raise AttributeError("the module has no gate")
-        value = self.function("main")()
-        return value, self.memory.gate_site
-
-
-def load_py(program) -> PyModule:
-    """Emit and load a checked program in this process (nx functions become callable)."""
-    from nxc.backend.py.emit import emit_py
-    emitted = emit_py(program)
-    return PyModule(program, emitted, _exec(emitted))
-
-
-class PyBackend:
-    """The Python backend behind nxc.api.Module (`nxc.load(path, backend="py")`).
-
-    numpy arrays passed to `*T` parameters live in C memory on the C backend;
-    here each array gets a mapping of the checked arena (kept while the module
-    lives, so nx code may hold on to the pointer). Before every call all such
-    arrays are copied into their mappings and after it back out, so the
-    arrays see nx code's writes as they would on the C backend.
-    """
-    name = "py"
-
-    def __init__(self, program):
-        from nxc.backend.py.emit import emit_py
-        self.program = program
-        self.emitted = emit_py(program)
-        self.ns = _exec(self.emitted)
-        self.rt = self.ns["_rt"]
-        self.module = None
-        self._arrays: dict[int, tuple] = {}     # id(array) -> (array, address, nbytes)
-
-    def _error(self, exc: BaseException):
-        from nxc.api import NxRuntimeError as ApiError
-        err = describe_fault(exc, self.emitted.filename, self.emitted.text, self.rt, self.emitted.line_pos)
-        return ApiError(str(err))
-
-    def _address_of(self, arr) -> int:
-        entry = self._arrays.get(id(arr))
-        if entry is not None and entry[0] is arr:
-            return entry[1]
-        nbytes = max(arr.nbytes, 1)
-        addr = self.rt.sys_mmap(nbytes)
-        if addr == 0:
-            from nxc.api import NxRuntimeError as ApiError
-            raise ApiError(f"cannot map {nbytes} bytes for a numpy argument in the Python backend")
-        self._arrays[id(arr)] = (arr, addr, arr.nbytes)
-        return addr
-
-    def _sync_in(self) -> None:
-        for arr, addr, n in self._arrays.values():
-            if n:
-                self.rt.arena[addr:addr + n] = arr.tobytes()
-
-    def _sync_out(self) -> None:
-        import numpy as np
-        for arr, addr, n in self._arrays.values():
-            if n:
-                arr[...] = np.frombuffer(bytes(self.rt.arena[addr:addr + n]), dtype=arr.dtype).reshape(arr.shape)
-
-    def call(self, fn, converted, original):
-        from nxc.check.types import BoolType, PointerType
-        args = []
-        for v in converted:
-            if isinstance(v, tuple):
-                kind = v[0]
-                args.append(0 if kind == "null" else v[1] if kind == "ptr" else self._address_of(v[1]))
-            else:
-                args.append(v)
-        pyfn = self.ns[self.emitted.names[fn.decl.name]]
-        self._sync_in()
-        try:
-            result = pyfn(*args)
-        except Exception as exc:   # noqa: BLE001
-            raise self._error(exc) from None
-        finally:
-            self._sync_out()
-        if isinstance(fn.ret, PointerType):
-            from nxc.api import Pointer
-            return Pointer(result, fn.ret, self.module)
-        if isinstance(fn.ret, BoolType):
-            return bool(result)
-        return result
-
-    def run_main(self) -> int:
-        self._sync_in()
-        try:
-            return self.ns[self.emitted.entry]()
-        except Exception as exc:   # noqa: BLE001
-            raise self._error(exc) from None
-        finally:
-            self._sync_out()
-
-    def read(self, address: int, t):
-        from nxc.api import NxRuntimeError as ApiError
-        from nxc.backend.py.emit import type_key
-        mem = runtime_modules()[1]
-        fmt = mem.FORMATS[type_key(t)]
-        size = mem.SIZES[fmt]
-        if address == 0:
-            raise ApiError("reading a field through a null pointer")
-        try:
-            self.rt.check_range(address, size)
-        except Exception as exc:   # noqa: BLE001
-            raise ApiError(str(exc)) from None
-        if address % size:
-            raise ApiError(f"runtime error: misaligned read of {type_key(t)} at 0x{address:x}")
-        value = self.rt.views[fmt][address // size]
-        return value != 0 if type_key(t) == "bool" else int(value)     # any nonzero byte is true
-
-    def read_array(self, address: int, count: int, dtype):
-        import numpy as np
-        from nxc.api import NxRuntimeError as ApiError
-        try:
-            data = self.rt.read_bytes(address, count * dtype.itemsize)
-        except Exception as exc:   # noqa: BLE001
-            raise ApiError(str(exc)) from None
-        return np.frombuffer(data, dtype=dtype).copy()

@@ -1,0 +1,147 @@
+"""The backend interface: one object per target (C, Python).
+
+A backend turns a checked `Program` into something that runs, in three
+steps with one driver, `Backend.prepare`:
+
+    emit(program)                  -> emitted code (EmittedC / EmittedPy)
+    build(emitted, purpose, ...)   -> an artefact (a shared library; a code object)
+    load(program, emitted, built)  -> a `Loaded` module
+
+`purpose` is "gate" (run `main` once, in a forked child: the C backend
+builds in cffi's ABI mode, which compiles fastest) or "api" (the Python
+API calls many functions: API mode, fastest calls). A `Loaded` module runs
+its gate in the current process (`run_gate()`, which returns a
+`protocol.Outcome`; the gate runner forks first), calls a function with
+arguments converted by nxc/api.py, and reads memory.
+
+Arguments reach `Loaded.call` as nxc/api.py converts them: ints and bools
+as themselves, pointers as ("null",), ("ptr", address) or ("array", a
+C-contiguous numpy array). Results come back raw: an address as an int,
+a bool as a bool; the API wraps addresses in its `Pointer` handles.
+
+The registry (nxc/backend/registry.py) maps a name to its backend.
+"""
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass
+
+from nxc.diagnostics import display_path
+from nxc.gates.protocol import Outcome, Site, Status
+
+
+class NxRuntimeError(RuntimeError):
+    """nx code stopped with a run-time error (message names the .nx line)."""
+
+
+class Loaded(abc.ABC):
+    """A module of one program, loaded into this process by one backend."""
+    name: str                   # the backend's name: "c" or "py"
+
+    def __init__(self, program, emitted, built):
+        self.program = program
+        self.emitted = emitted
+        self.built = built
+
+    @abc.abstractmethod
+    def run_gate(self):
+        """Run the root module's gate here and now; a `protocol.Outcome` without timings."""
+
+    @abc.abstractmethod
+    def run_main(self) -> int:
+        """The gate's value; raises NxRuntimeError when nx code stops at a run-time check."""
+
+    @abc.abstractmethod
+    def call(self, fn, args: list):
+        """Call checked function `fn` with converted `args` (see the module's docstring)."""
+
+    @abc.abstractmethod
+    def read(self, address: int, t):
+        """The scalar of type `t` at `address` (an address as an int)."""
+
+    @abc.abstractmethod
+    def read_array(self, address: int, count: int, dtype):
+        """A numpy copy of `count` elements of `dtype` at `address`."""
+
+
+@dataclass
+class Prepared:
+    """What `Backend.prepare` made, and how long each step took."""
+    emitted: object
+    built: object
+    loaded: Loaded | None
+    emit_seconds: float
+    build_seconds: float
+    build_cached: bool | None       # None: the backend has no build cache (Python)
+
+
+class Backend(abc.ABC):
+    name: str
+
+    @abc.abstractmethod
+    def emit(self, program):
+        """The program's code for this target."""
+
+    @abc.abstractmethod
+    def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
+        """A loadable artefact of `emitted`, with `.cached` and `.seconds`."""
+
+    @abc.abstractmethod
+    def load(self, program, emitted, built) -> Loaded:
+        """The artefact loaded into this process."""
+
+    def warm_up(self) -> None:
+        """Pay one-time costs now (the gate runner calls this before forking workers)."""
+
+    def prepare(self, program, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True,
+                emitted=None, load: bool = True) -> Prepared:
+        """emit -> build -> load, timed: the one place that sequence is written.
+
+        emitted: code emitted already (a test's variant of the emitter);
+        load=False stops after the build (a library module only has to compile).
+        """
+        t0 = time.perf_counter()
+        if emitted is None:
+            emitted = self.emit(program)
+        t1 = time.perf_counter()
+        built = self.build(emitted, purpose=purpose, opt=opt, use_cache=use_cache)
+        t2 = time.perf_counter()
+        loaded = self.load(program, emitted, built) if load else None
+        return Prepared(emitted, built, loaded, t1 - t0, t2 - t1, getattr(built, "cached", None))
+
+
+def function_at(program, path: str, line: int) -> str:
+    """The name of the function of `program` whose body holds `path:line` ("" if none):
+    the one that starts last at or before the line (function bodies do not nest)."""
+    best, best_line = "", 0
+    for fn in program.functions:
+        pos = fn.decl.pos
+        if pos.file.path == path and best_line <= pos.line <= line:
+            best, best_line = fn.decl.name, pos.line
+    return best
+
+
+# ---- outcomes, as both backends' run_gate build them ----
+def returned(program, value: int, gate_site: int, captured, backend: str) -> Outcome:
+    """main returned `value` through gate return number `gate_site` (-1: unknown)."""
+    site = None
+    if 0 <= gate_site < len(program.gate_returns):
+        pos = program.gate_returns[gate_site].node.pos
+        site = Site(pos.file.path, pos.line, pos.col, program.entry.decl.name)
+    return Outcome(Status.PASS if value == 0 else Status.FAIL, value, site, message="",
+                   captured=[(str(t), v) for t, v in captured], gate_site=gate_site, backend=backend)
+
+
+def trapped(program, path: str | None, line: int, col: int, what: str, backend: str,
+            message: str | None = None) -> Outcome:
+    """nx code stopped at a run-time check at path:line:col (path None: nowhere known)."""
+    if path is None:
+        return Outcome(Status.RUNTIME_ERROR, message=message or f"runtime error: {what}", backend=backend)
+    site = Site(path, line, col, function_at(program, path, line))
+    text = message or f"{display_path(path)}:{line}:{col}: runtime error: {what}"
+    return Outcome(Status.RUNTIME_ERROR, site=site, stack=(), message=text, backend=backend)
+
+
+def no_gate(backend: str) -> Outcome:
+    return Outcome(Status.NO_GATE, message="the module has no 'func main() -> i64'", backend=backend)

@@ -1,0 +1,188 @@
+"""Collection for `nxc test` and the pytest plugin: which modules, which items.
+
+Every `.nx` file under the given paths. A module with `func main() -> i64` is
+a gate; one without is a library module, which is an item too: it passes
+when it compiles. The kind is read from the text alone (no parse), which
+keeps collection fast; the front end confirms it when the item runs. `-k`
+selects items with pytest's keyword expressions.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from nxc.diagnostics import display_path
+
+
+class UsageError(Exception):
+    """A mistake on the command line (bad path, bad -k expression)."""
+
+
+@dataclass
+class Item:
+    """One collected test: a module on one backend."""
+    id: str
+    path: str               # absolute
+    display: str            # as the user would type it
+    backend: str
+    kind: str               # "gate" | "library" (from a quick look at the text; confirmed by the front end)
+    main_line: int = 0      # 1-based line of `func main`, 0 if none
+
+
+@dataclass
+class Unit:
+    """One module and the backends to run it on: the front end runs once for all."""
+    path: str
+    display: str
+    items: list             # [Item], one per backend
+
+
+
+def find_modules(paths: list[str]) -> list[str]:
+    """Absolute paths of the .nx files under `paths`, in a stable order, each once."""
+    found, seen = [], set()
+
+    def add(p: str) -> None:
+        real = os.path.realpath(p)
+        if real not in seen:
+            seen.add(real)
+            found.append(os.path.abspath(p))
+
+    for p in paths:
+        if os.path.isfile(p):
+            add(p)                  # named explicitly: taken whatever its suffix
+        elif os.path.isdir(p):
+            for folder, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not skipped_dir(folder, d))
+                for name in sorted(files):
+                    if name.endswith(".nx"):
+                        add(os.path.join(folder, name))
+        else:
+            raise UsageError(f"no such file or folder: '{p}'")
+    return found
+
+
+def skipped_dir(parent: str, name: str) -> bool:
+    """Hidden folders, __pycache__ and virtual environments hold no modules of the tree."""
+    return (name.startswith(".") or name == "__pycache__"
+            or os.path.isfile(os.path.join(parent, name, "pyvenv.cfg")))
+
+
+_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_MAIN = re.compile(r"^[ \t]*func[ \t]+main[ \t]*\(", re.M)
+
+
+def scan_kind(path: str) -> tuple[str, int]:
+    """("gate" | "library", line of `func main`), from the text alone (no parse).
+
+    Collection stays fast (pytest-xdist collects on every worker); the front
+    end confirms the kind when the item runs.
+    """
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return "library", 0
+    # Blank out comments but keep the line structure, so line numbers stay right.
+    text = _BLOCK_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
+    text = _LINE_COMMENT.sub("", text)
+    m = _MAIN.search(text)
+    return ("gate", text.count("\n", 0, m.start()) + 1) if m else ("library", 0)
+
+
+def item_id(display: str, backend: str, backends) -> str:
+    return f"{display}[{backend}]" if len(backends) > 1 else display
+
+
+def collect(paths: list[str], backends=("c",), keyword: str | None = None) -> list[Item]:
+    match = KeywordExpression(keyword) if keyword else None
+    items = []
+    for path in find_modules(paths):
+        display = display_path(path)
+        kind, main_line = scan_kind(path)
+        for b in backends:
+            item = Item(item_id(display, b, backends), path, display, b, kind, main_line)
+            if match is None or match.matches(item_words(item)):
+                items.append(item)
+    return items
+
+
+def item_words(item: Item) -> list[str]:
+    name = os.path.basename(item.path)
+    return [item.id, name, os.path.splitext(name)[0], item.kind, item.backend]
+
+
+def group_units(items: list[Item]) -> list[Unit]:
+    units: dict[str, Unit] = {}
+    for it in items:
+        units.setdefault(it.path, Unit(it.path, it.display, [])).items.append(it)
+    return list(units.values())
+
+
+class KeywordExpression:
+    """`-k`: pytest's keyword expressions: words (case-insensitive substrings of
+    an item's id, file name, kind or backend) combined with `and`, `or`, `not`
+    and parentheses."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.tokens = re.findall(r"\(|\)|[^\s()]+", text)
+        self.i = 0
+        if not self.tokens:
+            raise UsageError("-k: empty expression")
+        self.tree = self._or()
+        if self.i != len(self.tokens):
+            raise UsageError(f"-k: unexpected '{self.tokens[self.i]}' in '{text}'")
+
+    def _peek(self):
+        return self.tokens[self.i] if self.i < len(self.tokens) else None
+
+    def _take(self):
+        tok = self._peek()
+        if tok is None:
+            raise UsageError(f"-k: '{self.text}' ends too early")
+        self.i += 1
+        return tok
+
+    def _or(self):
+        node = self._and()
+        while self._peek() == "or":
+            self.i += 1
+            node = ("or", node, self._and())
+        return node
+
+    def _and(self):
+        node = self._not()
+        while self._peek() == "and":
+            self.i += 1
+            node = ("and", node, self._not())
+        return node
+
+    def _not(self):
+        tok = self._take()
+        if tok == "not":
+            return ("not", self._not())
+        if tok == "(":
+            node = self._or()
+            if self._take() != ")":
+                raise UsageError(f"-k: missing ')' in '{self.text}'")
+            return node
+        if tok in (")", "and", "or"):
+            raise UsageError(f"-k: unexpected '{tok}' in '{self.text}'")
+        return ("word", tok.lower())
+
+    def matches(self, words: list[str]) -> bool:
+        low = [w.lower() for w in words]
+
+        def ev(node) -> bool:
+            op = node[0]
+            if op == "word":
+                return any(node[1] in w for w in low)
+            if op == "not":
+                return not ev(node[1])
+            if op == "and":
+                return ev(node[1]) and ev(node[2])
+            return ev(node[1]) or ev(node[2])
+        return ev(self.tree)

@@ -1,0 +1,218 @@
+"""Execution: one module (a `Unit`) checked once, then built and run on each backend.
+
+A gate runs through nxc/gates/run.py (in its own child: a crash or a hang is
+that gate's outcome); a library module passes when its code generates and,
+for C, compiles. Each item becomes a `Result`, with the full explanation of
+anything that did not pass (nxc/gates/report.py writes those). `nxc test`
+runs units in worker processes (nxc/gates/pool.py); the pytest plugin calls
+`run_unit` itself, so both front doors give the same verdicts.
+"""
+from __future__ import annotations
+
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from nxc.diagnostics import ToolError
+from nxc.gates import report
+from nxc.gates.collect import Item, Unit
+from nxc.gates.protocol import Status
+
+
+@dataclass
+class Options:
+    backends: tuple = ("c",)
+    timeout: float = 60.0
+    opt: str = "2"
+    use_cache: bool = True
+    include: list = field(default_factory=list)
+    timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
+    soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
+
+
+@dataclass
+class Result:
+    id: str
+    path: str
+    kind: str
+    backend: str
+    status: Status
+    value: int | None = None        # what main returned
+    location: str | None = None     # path:line of the return that fired (or of the first error)
+    line: int | None = None
+    message: str = ""               # one line
+    report: str = ""                # the full explanation, printed for every result that did not pass
+    captured: list = field(default_factory=list)   # [(operand text, value)]
+    seconds: float = 0.0
+    front_end_seconds: float = 0.0
+    build_seconds: float = 0.0
+    run_seconds: float = 0.0
+    build_cached: bool | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status == Status.PASS
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["captured"] = [{"text": t, "value": v} for t, v in self.captured]
+        d["passed"] = self.passed
+        for k in ("seconds", "front_end_seconds", "build_seconds", "run_seconds"):
+            d[k] = round(d[k], 4)
+        return d
+
+
+def py_backend_available() -> bool:
+    try:
+        import nxc.backend.py.backend  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
+def run_unit(unit: Unit, options: Options) -> list[Result]:
+    """Check, build and run one module on each of its items' backends."""
+    from nxc.diagnostics import CompileError, Diagnostics
+    from nxc.check.frontend import check_file
+
+    start = time.perf_counter()
+
+    def result(item: Item, status: Status, **kw) -> Result:
+        return Result(item.id, item.display, item.kind, item.backend, status, **kw)
+
+    try:
+        program = check_file(unit.path, list(options.include), Diagnostics(warnings=False),
+                             soft_f32=options.soft_f32)
+    except CompileError as exc:
+        return [compile_error_result(result(it, Status.COMPILE_ERROR), exc.diagnostics,
+                                     time.perf_counter() - start) for it in unit.items]
+    except Exception as exc:  # noqa: BLE001 - a bug in nxc: report it, keep going
+        return [internal_error(result(it, Status.INTERNAL_ERROR), exc, time.perf_counter() - start)
+                for it in unit.items]
+    front_end = time.perf_counter() - start
+    kind = "gate" if program.entry is not None else "library"
+
+    results = []
+    for item in unit.items:
+        item.kind = kind
+        t0 = time.perf_counter()
+        r = result(item, Status.PASS, front_end_seconds=front_end)
+        try:
+            if kind == "library":
+                compile_library(program, item.backend, options, r)
+            else:
+                gate_result(program, item.backend, options, r)
+        except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
+            r = compile_error_result(result(item, Status.COMPILE_ERROR), exc.diagnostics, front_end)
+        except Exception as exc:  # noqa: BLE001
+            r = internal_error(r, exc, 0.0)
+            r.front_end_seconds = front_end
+        r.seconds = front_end + (time.perf_counter() - t0)
+        results.append(r)
+    note_disagreement(results)
+    return results
+
+
+def gate_result(program, backend: str, options: Options, r: Result) -> None:
+    """Run the gate on `backend`; fill `r` from its outcome."""
+    from nxc.gates.run import run_gate
+    outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout)
+    r.run_seconds = outcome.seconds
+    r.build_cached = outcome.build_cached
+    r.build_seconds = outcome.build_seconds
+    r.status = outcome.status
+    r.value = outcome.value
+    status = outcome.status
+    if status == Status.FAIL:
+        r.captured = list(outcome.captured)
+        if outcome.site is not None:
+            r.location, r.line = report.location(outcome.site), outcome.site.line
+            r.message = f"main returned {outcome.value} at {r.location}"
+        else:
+            r.message = f"main returned {outcome.value}"
+        r.report = report.describe_failure(outcome, report.sources_of(program))
+    elif status == Status.RUNTIME_ERROR:
+        r.message = outcome.message
+        r.report = report.runtime_error_report(outcome, report.sources_of(program))
+        if outcome.site is not None:
+            r.location, r.line = report.location(outcome.site), outcome.site.line
+    elif status == Status.CRASH:
+        r.message = outcome.message
+        r.report = report.crash_report(outcome.message)
+    elif status == Status.TIMEOUT:
+        r.message = f"did not finish in {options.timeout:g} s"
+        r.report = (f"TIMEOUT: the gate did not finish in {options.timeout:g} s and was stopped "
+                    f"({options.timeout_flag} SECONDS allows more)")
+    elif status != Status.PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
+        r.status = Status.INTERNAL_ERROR
+        r.message = outcome.message or str(status)
+        r.report = f"{status}: {r.message}"
+
+
+def compile_library(program, backend: str, options: Options, r: Result) -> None:
+    """A library module passes when its code generates and (for C) compiles."""
+    from nxc.backend.registry import backend_for
+    prepared = backend_for(backend).prepare(program, purpose="gate", opt=options.opt,
+                                            use_cache=options.use_cache, load=False)
+    r.build_cached = prepared.build_cached
+    if prepared.build_cached is None:       # nothing cached: generating is the build
+        r.build_seconds = prepared.emit_seconds + prepared.build_seconds
+    else:
+        r.build_seconds = prepared.built.seconds
+    r.message = "compiles"
+
+
+def compile_error_result(r: Result, diagnostics, seconds: float) -> Result:
+    r.seconds = r.front_end_seconds = seconds
+    if diagnostics:
+        first = diagnostics[0]
+        r.message = first.render().splitlines()[0]
+        if first.pos is not None:
+            r.location, r.line = f"{first.pos.file.display}:{first.pos.line}", first.pos.line
+    n = len(diagnostics)
+    r.report = "\n".join(d.render() for d in diagnostics) + f"\n{n} error{'s' if n != 1 else ''}: the module does not compile"
+    return r
+
+
+def internal_error(r: Result, exc: BaseException, seconds: float) -> Result:
+    r.status = Status.INTERNAL_ERROR
+    r.seconds = seconds
+    from nxc.backend.c.build import BuildError
+    if isinstance(exc, BuildError):
+        r.message = "the C compiler rejected the generated code (a bug in nxc)"
+        r.report = str(exc)
+    elif isinstance(exc, ToolError):        # no compiler, ...: the user's setup, one line
+        r.message = str(exc)
+        r.report = f"ERROR: {exc}"
+    elif isinstance(exc, ImportError) and "backend.py" in str(exc):
+        r.message = "the Python backend is not available"
+        r.report = f"ERROR: {r.message}: {exc}"
+    else:
+        r.message = f"internal error in nxc: {type(exc).__name__}: {exc}"
+        r.report = (f"ERROR: {r.message}\n(this is a bug in nxc, not in the .nx code; the traceback helps a report)\n"
+                    + "".join(traceback.format_exception(exc)))
+    return r
+
+
+def note_disagreement(results: list[Result]) -> None:
+    """--backend both: say so when the backends do not agree on a module."""
+    if len(results) < 2 or len({(r.status, r.value) for r in results}) == 1:
+        return
+    note = "backends disagree: " + "; ".join(
+        f"{r.backend}: {r.status}{'' if r.value is None else ' ' + str(r.value)}" for r in results)
+    for r in results:
+        if not r.passed:
+            r.report = (r.report + "\n" if r.report else "") + note
+
+
+def warm_up() -> None:
+    """Load what every worker needs before forking them, so each starts warm."""
+    from nxc.backend.registry import backend_for
+    from nxc.check import frontend  # noqa: F401 - imported for its import cost
+    from nxc.gates import run  # noqa: F401
+    from nxc.syntax import parse
+    for warm in (parse.warm_up, backend_for("c").warm_up):
+        try:
+            warm()
+        except Exception:  # noqa: BLE001 - the real call will report it
+            pass

@@ -1,0 +1,108 @@
+"""Process isolation: run a callable in a forked child, with a timeout.
+
+The child is forked after the caller has loaded what it needs, so a
+segfault, an abort or a hang in that code takes down only the child; the
+parent gets an `Ended` saying how it ended. Whatever the callable returns is
+pickled to the parent. This module knows nothing of backends or gates.
+"""
+from __future__ import annotations
+
+import faulthandler
+import os
+import pickle
+import select
+import signal
+import sys
+import time
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How the child ended: "ok" (value is what the callable returned), "error"
+    (it raised; message is str() of the exception), "crash" (message: the
+    signal's name or the exit status) or "timeout"."""
+    kind: str
+    value: object = None
+    message: str = ""
+
+
+def run_isolated(call, timeout: float | None):
+    """Run `call()` in a forked child; its result (any picklable value) comes back in an `Ended`."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        # A crash is reported by the parent from the signal; a Python-level
+        # fault dump (pytest turns faulthandler on) would only be noise.
+        faulthandler.disable()
+        die_with_parent()
+        code = 0
+        try:
+            try:
+                payload = b"O" + pickle.dumps(call(), protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception as exc:  # noqa: BLE001 - reported to the parent
+                payload = b"E" + str(exc).encode("utf-8", "replace")
+            os.write(w, payload)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BaseException:
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(w)
+    chunks = []
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    while True:
+        wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+        ready, _, _ = select.select([r], [], [], wait)
+        if not ready:
+            timed_out = True
+            os.kill(pid, signal.SIGKILL)
+            break
+        data = os.read(r, 65536)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if timed_out:
+        return Ended("timeout")
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = f"signal {sig}"
+        return Ended("crash", message=name)
+    payload = b"".join(chunks)
+    if not payload:
+        return Ended("crash", message=f"exit status {os.WEXITSTATUS(status)}")
+    if payload[:1] == b"E":
+        return Ended("error", message=payload[1:].decode("utf-8", "replace"))
+    return Ended("ok", pickle.loads(payload[1:]))
+
+
+def die_with_parent() -> None:
+    """In the gate's child: end with the parent (a killed runner worker or a
+    Ctrl-C must not leave a looping gate behind). Python's SIGINT handler only
+    runs between bytecodes, never inside a looping C gate, so restore the default."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if _prctl is not None:
+        _prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
+
+
+def _find_prctl():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError, ImportError):
+        return None
+
+
+_prctl = _find_prctl()

@@ -1,0 +1,75 @@
+"""The gate protocol: what a gate run reports, as data.
+
+A gate runs in a forked child (nxc/gates/isolate.py). The child builds an
+`Outcome` itself, where the loaded module and its tables are at hand, and
+sends it to the parent pickled; nothing is formatted into a string to be
+parsed back. Every front door (`nxc run`, `nxc test`, the pytest plugin,
+JSON, JUnit) speaks the one `Status` vocabulary below, and the exit codes of
+the command line are defined here once.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Status(str, enum.Enum):
+    """A result's verdict; the value is the word users see (and JSON carries).
+
+    A str subclass so that `status == "PASS"` holds and JSON and f-strings
+    show the bare word on every supported Python (3.10 has no StrEnum).
+    """
+    PASS = "PASS"
+    FAIL = "FAIL"                       # main returned non-zero
+    RUNTIME_ERROR = "RUNTIME-ERROR"     # nx code stopped at a run-time check
+    CRASH = "CRASH"                     # the gate's process died (a signal)
+    TIMEOUT = "TIMEOUT"
+    COMPILE_ERROR = "COMPILE-ERROR"     # the .nx module does not compile
+    NO_GATE = "NO-GATE"                 # no `func main() -> i64` to run
+    INTERNAL_ERROR = "ERROR"            # nxc itself failed (a bug, a missing backend)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+
+# Exit statuses of the `nxc` command line (`nxc run` exits with the gate's value instead).
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TESTS, EXIT_INTERRUPTED = 0, 1, 2, 5, 130
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in .nx source: absolute file path, 1-based line and column, enclosing function."""
+    file: str
+    line: int
+    column: int
+    function: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One gate run on one backend.
+
+    status/value/site/stack/message/captured come from the child; the
+    parent adds the timings and `gate_return` (the checker's record of the
+    `return` that fired, which stays out of the pipe: it holds AST nodes).
+    """
+    status: Status
+    value: int | None = None            # what main returned (PASS, FAIL)
+    site: Site | None = None            # FAIL: the return that fired; RUNTIME-ERROR: the faulting expression
+    stack: tuple[Site, ...] = ()        # innermost first, `site` included when filled; empty where unknown
+    message: str = ""                   # one line; RUNTIME-ERROR: `path:line:col: runtime error: what`
+    captured: list = field(default_factory=list)    # [(operand text, value)] of the fired return's guard
+    gate_site: int | None = None        # index into program.gate_returns (FAIL, PASS)
+    backend: str = "c"
+    seconds: float = 0.0                # running the gate (the child's whole life)
+    emit_seconds: float = 0.0
+    build_seconds: float = 0.0
+    build_cached: bool | None = None    # C backend: True when the build came from the cache
+    gate_return: object = field(default=None, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == Status.PASS

@@ -1,0 +1,207 @@
+"""Reporting: the text a run prints, its JSON lines and its JUnit XML.
+
+A line per result as it arrives (or progress letters with -q, or one JSON
+object per result with --json), then every failure explained (the `return`
+that fired, its source lines and the values of the operands of its guard),
+then a summary whose last line is `N passed, N failed, ...`. The
+explanations of single outcomes (`describe_failure`...) are here too:
+`nxc run` prints the same ones.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from xml.etree import ElementTree as ET
+
+from nxc.diagnostics import display_path
+from nxc.gates.protocol import Outcome, Site, Status
+
+
+# Summary words, in the order the summary line lists them.
+S = Status
+SUMMARY = [(S.PASS, "passed", "passed"), (S.FAIL, "failed", "failed"),
+           (S.COMPILE_ERROR, "compile error", "compile errors"), (S.RUNTIME_ERROR, "runtime error", "runtime errors"),
+           (S.CRASH, "crash", "crashes"), (S.TIMEOUT, "timeout", "timeouts"), (S.INTERNAL_ERROR, "error", "errors")]
+LETTER = {S.PASS: ".", S.FAIL: "F", S.COMPILE_ERROR: "E", S.RUNTIME_ERROR: "R", S.CRASH: "C", S.TIMEOUT: "T",
+          S.INTERNAL_ERROR: "E"}
+# JUnit: a verdict on the .nx code is a <failure>; not getting as far as running it is an <error>.
+JUNIT_FAILURES = (S.FAIL, S.RUNTIME_ERROR, S.CRASH, S.TIMEOUT)
+JUNIT_ERRORS = (S.COMPILE_ERROR, S.INTERNAL_ERROR)
+
+SIGNAL_HINT = {
+    "SIGSEGV": "an invalid memory access, such as a read or write through a null pointer",
+    "SIGBUS": "an invalid memory access (misaligned or beyond a mapping)",
+    "SIGABRT": "the program aborted",
+    "SIGFPE": "an arithmetic fault",
+    "SIGILL": "an illegal instruction",
+}
+
+
+# ------------------------------------------------------------------ one outcome
+def location(site: Site) -> str:
+    """`path:line` of a site, the path as the user would type it."""
+    return f"{display_path(site.file)}:{site.line}"
+
+
+def sources_of(program) -> dict:
+    """Absolute path -> SourceFile of every module of the program (to quote lines
+    from the text that was compiled, not from what is on disk now)."""
+    return {m.source.path: m.source for m in program.graph.modules}
+
+
+def describe_failure(outcome: Outcome, sources: dict, context: int = 2) -> str:
+    """`FAIL main returned N at FILE:LINE` and the source around that return."""
+    site = outcome.site
+    src = sources.get(site.file) if site is not None else None
+    if src is None:
+        return f"FAIL main returned {outcome.value}"
+    lines = [f"FAIL main returned {outcome.value} at {location(site)}"]
+    for n in range(max(site.line - context, 1), site.line + context + 1):
+        text = src.line_text(n)
+        if n > site.line and not text:
+            break
+        mark = ">" if n == site.line else " "
+        lines.append(f" {mark}{n:5d} | {text}")
+    for text, value in outcome.captured:
+        lines.append(f"        {text} = {show_value(value)}")
+    return "\n".join(lines)
+
+
+def show_value(value) -> str:
+    """Large integers also in hex: float32 bit patterns and masks read better so."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 0x10000:
+        return f"{value} (0x{value & 0xFFFFFFFFFFFFFFFF:X})"
+    return str(value)
+
+
+def runtime_error_report(outcome: Outcome, sources: dict) -> str:
+    """The run-time error, with its source line and a caret when it names one."""
+    lines = [f"RUNTIME-ERROR {outcome.message}"]
+    site = outcome.site
+    src = sources.get(site.file) if site is not None else None
+    if src is not None and src.line_text(site.line):
+        lines.append(f" >{site.line:5d} | {src.line_text(site.line)}")
+        lines.append(" " * 10 + " " * (site.column - 1) + "^")
+    return "\n".join(lines)
+
+
+def crash_report(sig: str) -> str:
+    hint = SIGNAL_HINT.get(sig)
+    return (f"CRASH ({sig}): the gate's process was killed by {sig}" + (f" ({hint})" if hint else "")
+            if sig.startswith("SIG") else f"CRASH: the gate's process ended without a result ({sig})")
+
+
+# ------------------------------------------------------------------ a run
+class Reporter:
+    def __init__(self, verbosity: int, json_lines: bool, total: int, out=None):
+        self.verbosity = verbosity
+        self.json = json_lines
+        self.total = total
+        self.out = out or sys.stdout
+        self.done = 0
+        self.width = len(str(total))
+        self.letters_on_line = 0
+
+    def say(self, text: str = "", end: str = "\n") -> None:
+        self.out.write(text + end)
+        self.out.flush()
+
+    def header(self, items: list[Item], workers: int, options: Options) -> None:
+        if self.json or self.verbosity < 0:
+            return
+        modules = len({it.path for it in items})
+        gates = len({it.path for it in items if it.kind == "gate"})
+        self.say(f"nxc test: {modules} module{'s' if modules != 1 else ''} ({gates} gate{'s' if gates != 1 else ''}, "
+                 f"{modules - gates} librar{'ies' if modules - gates != 1 else 'y'}), "
+                 f"backend {'+'.join(options.backends)}, {workers} worker{'s' if workers != 1 else ''}, "
+                 f"timeout {options.timeout:g} s{'' if options.use_cache else ', no cache'}"
+                 f"{', soft f32' if options.soft_f32 else ''}")
+
+    def result(self, r: Result) -> None:
+        self.done += 1
+        if self.json:
+            self.say(json.dumps(r.to_json()))
+            return
+        if self.verbosity < 0:
+            self.say(LETTER.get(r.status, "?"), end="")
+            self.letters_on_line += 1
+            if self.letters_on_line >= 70 or self.done == self.total:
+                self.say(f" [{self.done}/{self.total}]")
+                self.letters_on_line = 0
+            return
+        what = r.message if not r.passed else ("library, compiles" if r.kind == "library" else "gate")
+        line = f"[{self.done:{self.width}d}/{self.total}] {r.status:<13} {r.id}  {what} ({r.seconds:.2f}s)"
+        if self.verbosity > 0:
+            build = ("" if r.build_cached is None else
+                     f", build {'cached' if r.build_cached else 'compiled'} {r.build_seconds:.2f}s")
+            line += f"\n{' ' * (2 * self.width + 4)}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
+        self.say(line)
+
+    def finish(self, results: list[Result], order: list[str], elapsed: float, not_run: int,
+               stopped_early: bool, interrupted: bool) -> None:
+        failed = [r for r in results if not r.passed]
+        rank = {id_: i for i, id_ in enumerate(order)}
+        failed.sort(key=lambda r: rank.get(r.id, 0))
+        stream = sys.stderr if self.json else self.out
+        write = (lambda s: (stream.write(s + "\n"), stream.flush()))
+        if failed and not self.json:
+            write("")
+            write(" FAILURES ".center(78, "="))
+            for r in failed:
+                write(f" {r.id} [{r.status}] ".center(78, "_"))
+                write(r.report or f"{r.status}: {r.message}")
+                write("")
+        builds = [r for r in results if r.build_cached is not None]
+        if builds and self.verbosity >= 0:
+            compiled = sum(not r.build_cached for r in builds)
+            write(f"C builds: {compiled} compiled, {len(builds) - compiled} from the cache")
+        if interrupted:
+            write(f"interrupted: {not_run} not run")
+        elif stopped_early and not_run:
+            write(f"stopped after the first failure (-x): {not_run} not run")
+        write(summary_line(results, elapsed))
+
+
+def summary_line(results: list[Result], elapsed: float | None = None) -> str:
+    counts = {}
+    for r in results:
+        counts[r.status] = counts.get(r.status, 0) + 1
+    parts = []
+    for status, one, many in SUMMARY:
+        n = counts.get(status, 0)
+        if n or status in (S.PASS, S.FAIL):
+            parts.append(f"{n} {one if n == 1 else many}")
+    text = ", ".join(parts)
+    return text if elapsed is None else f"{text} in {elapsed:.2f}s"
+
+
+def write_junit(path: str, results: list[Result], order: list[str], elapsed: float) -> None:
+    rank = {id_: i for i, id_ in enumerate(order)}
+    results = sorted(results, key=lambda r: rank.get(r.id, 0))
+    failures = sum(r.status in JUNIT_FAILURES for r in results)
+    errors = sum(r.status in JUNIT_ERRORS for r in results)
+    suites = ET.Element("testsuites")
+    suite = ET.SubElement(suites, "testsuite", name="nxc", tests=str(len(results)), failures=str(failures),
+                          errors=str(errors), skipped="0", time=f"{elapsed:.3f}")
+    for r in results:
+        stem = os.path.splitext(r.path)[0].replace(os.sep, ".").lstrip(".")
+        case = ET.SubElement(suite, "testcase", classname=stem, name=r.id, file=r.path,
+                             time=f"{r.seconds:.3f}")
+        if r.line:
+            case.set("line", str(r.line))
+        if r.passed:
+            continue
+        props = ET.SubElement(case, "properties")       # before <failure>, as the JUnit schema orders them
+        ET.SubElement(props, "property", name="backend", value=r.backend)
+        if r.value is not None:
+            ET.SubElement(props, "property", name="value", value=str(r.value))
+        for text, value in r.captured:
+            ET.SubElement(props, "property", name=f"captured: {text}", value=str(value))
+        tag = "error" if r.status in JUNIT_ERRORS else "failure"
+        el = ET.SubElement(case, tag, message=f"{r.status}: {r.message}", type=r.status)
+        el.text = r.report
+    ET.indent(suites)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
