@@ -53,6 +53,20 @@ def seconds(text: str) -> float:
     return value
 
 
+def memory_size(text: str) -> int:
+    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in units else ""
+    try:
+        value = float(t[:-1] if unit else t) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 512M, 4G, 0)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a size of 0 or more")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="nxc", description="Toolchain for Nishi .nx modules: check, compile and run their gates.",
                 epilog="Run 'nxc COMMAND --help' for a command's options.")
@@ -103,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="c (default), py (checked memory), or both (one item per backend)")
     t.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop a gate after SECONDS and report TIMEOUT (default 60)")
+    t.add_argument("--memory-limit", type=memory_size, default=None, metavar="SIZE",
+                   help="stop a gate whose memory grows past SIZE (e.g. 512M, 4G; 0: no limit) and report "
+                        "MEMORY-LIMIT (default: a quarter of the physical memory)")
     t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
     t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")
     t.add_argument("--json", action="store_true", help="print one JSON object per result (summary on stderr)")

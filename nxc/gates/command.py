@@ -17,7 +17,23 @@ def options_from_args(args) -> Options:
     return Options(backends=("c", "py") if backend == "both" else (backend,),
                    timeout=getattr(args, "timeout", 60.0), opt=getattr(args, "opt", "2"),
                    use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []),
-                   soft_f32=getattr(args, "soft_f32", False))
+                   soft_f32=getattr(args, "soft_f32", False),
+                   memory_limit=memory_limit_from(getattr(args, "memory_limit", None)))
+
+
+def default_memory_limit() -> int:
+    """A quarter of the physical memory per gate (two gates at a time use at most half)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 2 << 30
+
+
+def memory_limit_from(value: int | None) -> int | None:
+    """--memory-limit: None (not given) is the default, 0 is no limit."""
+    if value is None:
+        return default_memory_limit()
+    return value or None
 
 
 def main(args) -> int:
@@ -42,6 +58,9 @@ def _main(args) -> int:
         raise UsageError("the Python backend (nxc.backend.py.backend) is not available in this installation; use --backend c")
     verbosity = (args.verbose or 0) - (args.quiet or 0)
 
+    junit = getattr(args, "junit_xml", None)
+    if junit and os.path.isdir(junit):      # found out before running everything, not after
+        raise UsageError(f"--junit-xml: '{junit}' is a folder; give the name of the file to write")
     items = collect(args.paths or ["."], options.backends, args.keyword)
     if args.list:
         for it in items:
@@ -94,7 +113,12 @@ def _main(args) -> int:
     order = [it.id for it in items]
     reporter.finish(results, order, elapsed, len(items) - len(results), stop["early"], interrupted)
     if args.junit_xml:
-        write_junit(args.junit_xml, results, order, elapsed)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(args.junit_xml)), exist_ok=True)
+            write_junit(args.junit_xml, results, order, elapsed)
+        except OSError as exc:
+            print(f"nxc: error: cannot write --junit-xml '{args.junit_xml}': {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAIL
     if interrupted:
         return EXIT_INTERRUPTED
     return EXIT_OK if results and all(r.passed for r in results) and len(results) == len(items) else EXIT_FAIL

@@ -28,6 +28,7 @@ class Options:
     include: list = field(default_factory=list)
     timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
     soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
+    memory_limit: int | None = None     # --memory-limit: bytes of resident memory per gate (None: none)
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Result:
     build_seconds: float = 0.0
     run_seconds: float = 0.0
     build_cached: bool | None = None
+    output: str = ""                # the gate's stdout and stderr (captured, never mixed into ours)
 
     @property
     def passed(self) -> bool:
@@ -116,7 +118,9 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 def gate_result(program, backend: str, options: Options, r: Result) -> None:
     """Run the gate on `backend`; fill `r` from its outcome."""
     from nxc.gates.run import run_gate
-    outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout)
+    outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
+                       capture=True, memory_limit=options.memory_limit)
+    r.output = outcome.output
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
     r.build_seconds = outcome.build_seconds
@@ -143,10 +147,16 @@ def gate_result(program, backend: str, options: Options, r: Result) -> None:
         r.message = f"did not finish in {options.timeout:g} s"
         r.report = (f"TIMEOUT: the gate did not finish in {options.timeout:g} s and was stopped "
                     f"({options.timeout_flag} SECONDS allows more)")
+    elif status == Status.MEMORY_LIMIT:
+        r.message = f"{outcome.message} (--memory-limit {options.memory_limit >> 20} MiB)"
+        r.report = (f"MEMORY-LIMIT: {outcome.message} and was stopped "
+                    "(--memory-limit SIZE allows more, 0 none)")
     elif status != Status.PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
         r.status = Status.INTERNAL_ERROR
         r.message = outcome.message or str(status)
         r.report = f"{status}: {r.message}"
+    if r.output and status != Status.PASS:
+        r.report += "\n---- the gate's output (stdout and stderr) ----\n" + r.output.rstrip("\n")
 
 
 def compile_library(program, backend: str, options: Options, r: Result) -> None:

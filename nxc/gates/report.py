@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from xml.etree import ElementTree as ET
 
@@ -22,11 +23,12 @@ from nxc.gates.protocol import Outcome, Site, Status
 S = Status
 SUMMARY = [(S.PASS, "passed", "passed"), (S.FAIL, "failed", "failed"),
            (S.COMPILE_ERROR, "compile error", "compile errors"), (S.RUNTIME_ERROR, "runtime error", "runtime errors"),
-           (S.CRASH, "crash", "crashes"), (S.TIMEOUT, "timeout", "timeouts"), (S.INTERNAL_ERROR, "error", "errors")]
+           (S.CRASH, "crash", "crashes"), (S.TIMEOUT, "timeout", "timeouts"),
+           (S.MEMORY_LIMIT, "over the memory limit", "over the memory limit"), (S.INTERNAL_ERROR, "error", "errors")]
 LETTER = {S.PASS: ".", S.FAIL: "F", S.COMPILE_ERROR: "E", S.RUNTIME_ERROR: "R", S.CRASH: "C", S.TIMEOUT: "T",
-          S.INTERNAL_ERROR: "E"}
+          S.MEMORY_LIMIT: "M", S.INTERNAL_ERROR: "E"}
 # JUnit: a verdict on the .nx code is a <failure>; not getting as far as running it is an <error>.
-JUNIT_FAILURES = (S.FAIL, S.RUNTIME_ERROR, S.CRASH, S.TIMEOUT)
+JUNIT_FAILURES = (S.FAIL, S.RUNTIME_ERROR, S.CRASH, S.TIMEOUT, S.MEMORY_LIMIT)
 JUNIT_ERRORS = (S.COMPILE_ERROR, S.INTERNAL_ERROR)
 
 SIGNAL_HINT = {
@@ -199,9 +201,20 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
         for text, value in r.captured:
             ET.SubElement(props, "property", name=f"captured: {text}", value=str(value))
         tag = "error" if r.status in JUNIT_ERRORS else "failure"
-        el = ET.SubElement(case, tag, message=f"{r.status}: {r.message}", type=r.status)
-        el.text = r.report
+        el = ET.SubElement(case, tag, message=xml_text(f"{r.status}: {r.message}"), type=r.status)
+        el.text = xml_text(r.report)
+    for r in results:
+        if r.output:
+            case = next(c for c in suite if c.get("name") == r.id)
+            ET.SubElement(case, "system-out").text = xml_text(r.output)
     ET.indent(suites)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
+
+
+# Characters XML 1.0 cannot hold at all (not even escaped): a quoted source
+# line or a gate's output may have them; they are shown as U+FFFD.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)

@@ -19,22 +19,27 @@ from nxc.gates.protocol import Outcome, Status
 
 
 def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-             timeout: float | None = 60.0, verbose: bool = False, emitted=None) -> Outcome:
+             timeout: float | None = 60.0, verbose: bool = False, emitted=None,
+             capture: bool = False, memory_limit: int | None = None) -> Outcome:
     """The outcome of the program's gate on one backend.
 
-    emitted: code emitted already (for a test of an emitter variant)."""
+    emitted: code emitted already (for a test of an emitter variant).
+    capture: keep the gate's stdout/stderr in `Outcome.output` (nxc test).
+    memory_limit: bytes of resident memory before it is stopped (MEMORY-LIMIT)."""
     prepared = backend_for(backend).prepare(program, purpose="gate", opt=opt, use_cache=use_cache, emitted=emitted)
     if verbose and prepared.build_cached is not None:
         what = "cached build" if prepared.build_cached else "C build"
         print(f"nxc: emit {1000 * prepared.emit_seconds:.1f} ms, "
               f"{what} {1000 * prepared.build_seconds:.1f} ms", file=sys.stderr)
     start = time.perf_counter()
-    ended = run_isolated(prepared.loaded.run_gate, timeout)
+    ended = run_isolated(prepared.loaded.run_gate, timeout, capture=capture, memory_limit=memory_limit)
     seconds = time.perf_counter() - start
     if ended.kind == "ok":
         outcome = ended.value
     elif ended.kind == "timeout":
         outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time")
+    elif ended.kind == "memory":
+        outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
     elif ended.kind == "crash":
         outcome = Outcome(Status.CRASH, message=ended.message)
     else:       # run_gate raised: nx code cannot make it, so nxc failed; reported as before
@@ -46,7 +51,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     return dataclasses.replace(outcome, backend=backend, seconds=seconds, gate_return=gate_return,
                                emit_seconds=prepared.emit_seconds,
                                build_seconds=getattr(built, "seconds", prepared.build_seconds),
-                               build_cached=prepared.build_cached)
+                               build_cached=prepared.build_cached, output=ended.output)
 
 
 def execute(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
