@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 
@@ -75,14 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="parse and check modules, report every error",
                        description="Parse and type-check each FILE and everything it imports.")
-    c.add_argument("files", nargs="+", metavar="FILE")
+    c.add_argument("files", nargs="+", metavar="FILE", help="modules, or folders (every .nx module under them)")
     _add_include(c)
     _add_warn(c)
 
     r = sub.add_parser("run", help="compile a module and run its gate (func main() -> i64)",
                        description="Compile FILE and run its gate. The exit status is the gate's value "
                                    "(1 when it is outside 1..255); a failing gate prints the return that produced it.")
-    r.add_argument("file", metavar="FILE")
+    r.add_argument("file", metavar="FILE", help="a module, or a folder: run every gate under it")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
     r.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
@@ -133,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
                                     "built modules (c/) and parsed modules (parse/).")
     ca.add_argument("action", choices=["info", "clear"])
+
+    from nxc.tools.commands import add_tool_parsers     # port, fmt, info
+    add_tool_parsers(sub, _add_include)
     return p
 
 
@@ -159,9 +163,15 @@ def _report_compile_error(exc: CompileError) -> int:
     return EXIT_FAIL
 
 
+def _modules_of(paths: list[str]) -> list[str]:
+    """Folders stand for every .nx module under them (as for `nxc test`)."""
+    from nxc.gates.collect import find_modules
+    return [p for arg in paths for p in (find_modules([arg]) if os.path.isdir(arg) else [arg])]
+
+
 def cmd_check(args) -> int:
     status = EXIT_OK
-    for path in args.files:
+    for path in _modules_of(args.files):
         try:
             _front(path, args)
         except CompileError as exc:
@@ -188,7 +198,34 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
+def _run_folder(args) -> int:
+    """`nxc run DIR`: every gate under DIR, one after another; library modules are skipped."""
+    import copy
+    from nxc.diagnostics import display_path
+    status, ran = EXIT_OK, 0
+    for path in _modules_of([args.file]):
+        try:
+            program, _ = _front(path, args)
+        except CompileError as exc:
+            status = _report_compile_error(exc)
+            continue
+        if program.entry is None:
+            continue
+        one = copy.copy(args)
+        one.file = path
+        ran += 1
+        result = cmd_run(one)
+        print(f"{'PASS' if result == EXIT_OK else 'FAIL'} {display_path(path)}", file=sys.stderr)
+        status = status if result == EXIT_OK else EXIT_FAIL
+    if ran == 0 and status == EXIT_OK:
+        print(f"nxc: error: no gate under {args.file}", file=sys.stderr)
+        return EXIT_FAIL
+    return status
+
+
 def cmd_run(args) -> int:
+    if os.path.isdir(args.file):
+        return _run_folder(args)
     from nxc.gates.report import describe_failure, sources_of
     from nxc.gates.run import execute
     if args.timeout <= 0:
@@ -247,6 +284,8 @@ def cmd_cache(args) -> int:
 
 
 COMMANDS = {"check": cmd_check, "run": cmd_run, "emit-c": cmd_emit, "emit-py": cmd_emit, "cache": cmd_cache}
+from nxc.tools.commands import TOOL_COMMANDS  # noqa: E402 - port, fmt, info: registered in build_parser
+COMMANDS.update(TOOL_COMMANDS)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,6 +22,7 @@ from nxc.check.types import (BOOL, BUILTIN_TYPES, I64, VOID, BoolType, FuncType,
                     StructField, StructType, Type, layout_struct)
 
 from nxc.check.externs import externs, f32_primitives
+from nxc.check.suggest import suggest_undefined
 
 # --soft-f32 (check_program(..., soft_f32=True)): the bundled module that holds
 # the float32 primitives written in .nx, and the name of each one's twin there.
@@ -623,7 +624,7 @@ class Checker:
             sym = self.top.get(e.ident)
         if sym is None:
             names = set(self.scope.all_names()) | {n for n, s in self.top.items() if s.kind not in ("type", "struct")}
-            self.diags.error(e.pos, f"undefined name '{e.ident}'" + _suggest(e.ident, names))
+            self.diags.error(e.pos, f"undefined name '{e.ident}'" + suggest_undefined(e.ident, names, e.pos))
             return None
         e.sym = sym
         return sym

@@ -86,7 +86,9 @@ class NxLexer:
         # skipped (an unexpected character comes back as the last group).
         self.master = re.compile(r"([ \t\f\r]*)(?:(" + "|".join(tokens) + r")|([^ \t\f\r]))")
 
-    def lex(self, data: str):
+    def lex(self, data: str, keep_comments: bool = False):
+        """Tokens of `data`; `//` comments only with keep_comments (the
+        formatter's token stream; the parser never sees them)."""
         fixed, by_first, new = self.fixed, self.by_first, _new
         pos, line, line_start = 0, 1, 0
         for groups in self.master.findall(data):
@@ -101,7 +103,7 @@ class NxLexer:
                 pos += len(text)
                 line_start = pos
                 continue
-            if kind == "LINE_COMMENT":
+            if kind == "LINE_COMMENT" and not keep_comments:
                 pos += len(text)
                 continue
             yield new(Token, (kind, text, line, pos - line_start + 1))

@@ -226,6 +226,8 @@ def load_program(path: str, include: list[str] | None = None,
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")
                 _add_chain_notes(d, chain)
+                d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {src.display}' lists what it uses from "
+                                                      f"\"{imp.path}\", with signatures, and writes a stub"))
                 continue
             if found not in chains:
                 chains[found] = chain + [imp.pos]

@@ -15,7 +15,7 @@ import pickle
 import re
 from functools import lru_cache
 
-from nxc.syntax import ast, lalr, lexer
+from nxc.syntax import ast, hints, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
 from nxc.cache import cache_dir, seal, unseal, write_atomically
 from nxc.paths import digest_of_files, grammar_file
@@ -81,6 +81,13 @@ def warm_up() -> None:
     """Build (or read from the cache) the parse table now: the runner calls
     this before forking its workers, so each starts with a ready parser."""
     _parser()
+
+
+def source_tokens(text: str) -> list[Token]:
+    """Every token of `text` as written, comments (LINE_COMMENT,
+    BLOCK_COMMENT) and line ends (NEWLINE) included, before the statement-end
+    pass: what nxc/tools/fmt.py renders. Raises lexer.LexError."""
+    return list(_parser().lexer.lex(text, keep_comments=True))
 
 
 def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
@@ -434,6 +441,10 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
         return pos, f"stray character {ch!r} in program", []
     tok = exc.token
     at_end = tok.type == "$END"
+    # A porting mistake (unclosed bracket, missing `{`, a C form) is named as such.
+    explained = hints.explain(src, hints.tokens_before(_parser().lexer, src.text, tok), tok, set(exc.expected))
+    if explained is not None:
+        return explained
     if at_end and postlex.open_brackets:
         opener = postlex.open_brackets[-1]
         close = _OPEN_TO_CLOSE[opener.value]
