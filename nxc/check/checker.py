@@ -85,15 +85,49 @@ def _suggest(name: str, candidates) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
+def declared_names(fn: ast.FuncDecl) -> set[str]:
+    """Names of the parameters and every local declared anywhere in `fn`."""
+    names = {p.name for p in fn.params}
+    stack = [fn.body] if fn.body is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Block):
+            stack.extend(node.stmts)
+        elif isinstance(node, ast.VarDecl):
+            names.add(node.name)
+        elif isinstance(node, ast.If):
+            stack.append(node.then)
+            if node.orelse is not None:
+                stack.append(node.orelse)
+        elif isinstance(node, ast.While):
+            stack.append(node.body)
+    return names
+
+
 def is_literal_expr(e: ast.Expr) -> bool:
-    """An expression of integer literals only: it takes its type from context."""
+    """An expression of integer literals only: it takes its type from context.
+
+    Remembered per node: the checker asks at every level of an expression,
+    which made a chain of n operators cost n^2 (4,000 unary minuses: 5 s).
+    """
     if isinstance(e, ast.IntLit):
         return True
+    known = _LITERAL.get(id(e))
+    if known is not None and known[0] is e:
+        return known[1]
     if isinstance(e, ast.Unary) and e.op in ("-", "~"):
-        return is_literal_expr(e.operand)
-    if isinstance(e, ast.Binary) and e.op in _ARITH_OPS:
-        return is_literal_expr(e.left) and is_literal_expr(e.right)
-    return False
+        result = is_literal_expr(e.operand)
+    elif isinstance(e, ast.Binary) and e.op in _ARITH_OPS:
+        result = is_literal_expr(e.left) and is_literal_expr(e.right)
+    else:
+        return False
+    if len(_LITERAL) > 1 << 16:
+        _LITERAL.clear()
+    _LITERAL[id(e)] = (e, result)       # the node too: its id is not reused while it is here
+    return result
+
+
+_LITERAL: dict[int, tuple[object, bool]] = {}
 
 
 _ARITH_OPS = {"+", "-", "*", "/", "%", "&", "|", "^", "<<", ">>"}
@@ -197,7 +231,8 @@ class Checker:
         # per-function state
         self.func: Function | None = None
         self.loop_depth = 0
-        self._unique_count: dict[str, int] = {}
+        self._declared: set[str] = set()      # check_body: every local and parameter name
+        self._taken: set[str] = set()         # check_body: unique names given so far
         # expression class -> its expr_<Class> method (check_expr's dispatch)
         self._expr_methods: dict[type, object] = {}
 
@@ -447,13 +482,18 @@ class Checker:
     def check_body(self, fn: Function, is_entry: bool) -> None:
         self.func = fn
         self.loop_depth = 0
-        self._unique_count = {}
         self.is_entry = is_entry
         self.scope = _Scope(None)
+        # Unique names of locals (Symbol.unique, what both emitters name them
+        # by): a shadowing local gets `name_N`, and N is chosen so that no
+        # local or parameter of the function is really called that (before,
+        # `x_1` for an inner `x` was the very name of a real local `x_1`).
+        self._declared = declared_names(fn.decl)
+        self._taken = set()
         for p in fn.params:
             if p.type is not None:
                 self.scope.names[p.name] = p
-                self._unique_count[p.name] = 1
+                self._taken.add(p.name)
         self.check_block(fn.decl.body, new_scope=True)
         if fn.ret is not None and fn.ret is not VOID and not self.terminates(fn.decl.body):
             end = fn.decl.body.end_pos or fn.decl.pos
@@ -519,10 +559,14 @@ class Checker:
         if prev is not None:
             self.diags.error(s.pos, f"'{s.name}' is already declared in this block",
                              [Diagnostics.note(prev.pos, "the first declaration is here")])
-        n = self._unique_count.get(s.name, 0)
-        self._unique_count[s.name] = n + 1
-        sym = Symbol("local", s.name, ty, s.pos, mutable=s.mutable,
-                     unique=s.name if n == 0 else f"{s.name}_{n}")
+        unique = s.name
+        if unique in self._taken:
+            n = 1
+            while f"{s.name}_{n}" in self._declared or f"{s.name}_{n}" in self._taken:
+                n += 1
+            unique = f"{s.name}_{n}"
+        self._taken.add(unique)
+        sym = Symbol("local", s.name, ty, s.pos, mutable=s.mutable, unique=unique)
         s.sym = sym
         self.scope.names[s.name] = sym
         if self.func is not None:
