@@ -19,7 +19,7 @@ from nxc.syntax import ast, hints, lalr, lexer
 from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
 from nxc.cache import cache_dir, seal, unseal, write_atomically
 from nxc.paths import digest_of_files, grammar_file
-from nxc.syntax.depth import check_depth
+from nxc.syntax.depth import MAX_DEPTH, check_depth
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
 from nxc.syntax.postlex import StatementEnds
 
@@ -425,7 +425,10 @@ def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     finally:
         to_ast.src = to_ast.diags = None
     diags.raise_if_errors()
-    check_depth(items, diags)          # before any recursive pass sees the tree
+    # Before any recursive pass sees the tree. Each level of the tree takes
+    # at least one character of source, so a short file cannot be too deep.
+    if len(src.text) > MAX_DEPTH:
+        check_depth(items, diags)
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 
 
