@@ -88,3 +88,24 @@ def test_generated_c_refuses_to_compile_without_the_flags(gate, tmp_path):
                               "-DNX_FLAGS_CHECKED", "-c", "-I", runtime_dir(), str(out), "-o", str(tmp_path / "g.o")],
                              capture_output=True, text=True)
     assert flagged.returncode == 0, flagged.stderr
+
+
+def _ubsan_works(tmp_path) -> bool:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    src = tmp_path / "u.c"
+    src.write_text("int main(void) { return 0; }\n")
+    return subprocess.run([cc, "-fsanitize=undefined", str(src), "-o", str(tmp_path / "u")],
+                          capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("opt", ["0", "2"])
+def test_bool_byte_holding_two_is_clean_under_ubsan(tmp_path, opt):
+    # Before: UBSan "load of value 2, which is not a valid value for type '_Bool'".
+    if not _ubsan_works(tmp_path):
+        pytest.skip("the C compiler has no UndefinedBehaviorSanitizer")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    gate = os.path.join(os.path.dirname(__file__), "regressions", "bool_byte_holding_two.nx")
+    proc = _nxc("run", "--opt", opt, gate, env={"CC": f"{cc} -fsanitize=undefined -fno-sanitize-recover=all",
+                                                "NXC_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    assert "runtime error" not in proc.stderr
