@@ -59,7 +59,7 @@ def source_lines(text: str) -> list[str]:
 
 # A quoted source line is cut to this many characters around the caret: a
 # generated 40 KB line must not be printed once per error.
-QUOTE_WIDTH = 160
+QUOTE_WIDTH = 400
 
 
 class SourceFile:
