@@ -44,7 +44,7 @@ def test_repeated_errors_are_capped_and_quoted_lines_cut(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "nxc", "check", str(path)], capture_output=True, text=True)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert len(proc.stderr) < 100 * diagnostics.LIMIT * 5
+    assert len(proc.stderr) < diagnostics.LIMIT * (3 * diagnostics.QUOTE_WIDTH + 300)     # before: 601 MB
     assert proc.stderr.count(": error: ") == diagnostics.LIMIT
     assert f"{9998 - diagnostics.LIMIT} more errors not shown" in proc.stderr
     longest = max(len(line) for line in proc.stderr.splitlines())
