@@ -104,7 +104,7 @@ def machine() -> str:
                     break
     except OSError:
         pass
-    cc = subprocess.run([compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
+    cc = subprocess.run([*compiler(), "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     return (f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} CPUs, "
             f"Python {platform.python_version()}, {cc}, numpy {np.__version__}")
 
@@ -283,7 +283,7 @@ def bench_build(repeats):
             c_file = os.path.join(cache, "plain.c")
             with open(c_file, "w") as f:
                 f.write(emitted.text)
-            cmd = [compiler(), "-O2", "-shared", "-fPIC", "-I", runtime_dir(), c_file,
+            cmd = [*compiler(), "-O2", "-fwrapv", "-DNX_FLAGS_CHECKED", "-shared", "-fPIC", "-I", runtime_dir(), c_file,
                    "-o", os.path.join(cache, "plain.so")]
             t3 = time.perf_counter()
             subprocess.run(cmd, check=True)
@@ -356,7 +356,7 @@ def bench_build_options(repeats):
                         ffi.emit_c_code(c_file)
                     import importlib.machinery
                     so = os.path.join(tmp, name + importlib.machinery.EXTENSION_SUFFIXES[0])
-                    subprocess.run([compiler(), *flags, *inc, c_file, "-o", so, "-lm"], check=True)
+                    subprocess.run([*compiler(), *flags, *inc, c_file, "-o", so, "-lm"], check=True)
                     load_code = (f"import sys,time; sys.path.insert(0,{tmp!r}); t=time.perf_counter(); "
                                  f"import {name}; print(time.perf_counter()-t)")
                 else:
@@ -364,7 +364,7 @@ def bench_build_options(repeats):
                     with open(c_file, "w") as f:
                         f.write(emitted.text.replace("-fvisibility", ""))
                     so = os.path.join(tmp, "abi.so")
-                    subprocess.run([compiler(), *[f for f in flags if f != "-fvisibility=hidden"], *inc,
+                    subprocess.run([*compiler(), *[f for f in flags if f != "-fvisibility=hidden"], *inc,
                                     c_file, "-o", so, "-lm"], check=True)
                     load_code = (f"import time,cffi; t=time.perf_counter(); ffi=cffi.FFI(); "
                                  f"ffi.cdef({emitted.cdef!r}); lib=ffi.dlopen({so!r}); lib.nxc_gate_site; "

@@ -6,12 +6,13 @@ and a non-zero exit status, never as a Python traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
 
 from nxc import __version__
-from nxc.diagnostics import CompileError, Diagnostics
+from nxc.diagnostics import CompileError, Diagnostics, ToolError
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
 
 
@@ -48,6 +49,32 @@ def _add_unchecked(p):
                    help="C without memory checks and .nx stack (faster; a crash is then located by a checked re-run)")
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds (nan and inf
+    would reach select() and time arithmetic as tracebacks)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a positive, finite number of seconds")
+    return value
+
+
+def memory_size(text: str) -> int:
+    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    unit = t[-1:] if t[-1:] in units else ""
+    try:
+        value = float(t[:-1] if unit else t) * units[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 512M, 4G, 0)") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a size of 0 or more")
+    return int(value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="nxc", description="Toolchain for Nishi .nx modules: check, compile and run their gates.",
                 epilog="Run 'nxc COMMAND --help' for a command's options.")
@@ -69,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("file", metavar="FILE", help="a module, or a folder: run every gate under it")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
-    r.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    r.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop the gate after SECONDS (default 60)")
     r.add_argument("-v", "--verbose", action="store_true", help="say how long each step took")
     _add_include(r)
@@ -119,8 +146,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run N modules at once (default and 0: one per CPU)")
     t.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (one item per backend)")
-    t.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+    t.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop a gate after SECONDS and report TIMEOUT (default 60)")
+    t.add_argument("--memory-limit", type=memory_size, default=None, metavar="SIZE",
+                   help="stop a gate whose memory grows past SIZE (e.g. 512M, 4G; 0: no limit) and report "
+                        "MEMORY-LIMIT (default: a quarter of the physical memory)")
     t.add_argument("--list", action="store_true", help="list the items that would run, run nothing")
     t.add_argument("--junit-xml", metavar="FILE", help="also write the results as JUnit XML to FILE")
     t.add_argument("--json", action="store_true",
@@ -210,8 +240,11 @@ def cmd_emit(args) -> int:
     else:
         text = backend_for("py").emit(program).text
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise ToolError(f"cannot write '{args.output}': {exc.strerror or exc}") from None
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -267,6 +300,9 @@ def cmd_run(args) -> int:
     try:
         outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
                            timeout=args.timeout, verbose=args.verbose, checked=options.checked)
+    except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
+        _report_compile_error(exc)
+        return P.RUN_COMPILE_ERROR
     except Exception as exc:  # noqa: BLE001 - a bug in nxc (the C compiler rejected generated code ...)
         r = gates_execute.Result(args.file, args.file, "gate", args.backend, Status.INTERNAL_ERROR)
         print(gates_execute.internal_error(r, exc, 0.0).report, file=sys.stderr)
@@ -344,6 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
+    except ToolError as exc:
+        print(f"nxc: error: {exc}", file=sys.stderr)
+        return EXIT_FAIL
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

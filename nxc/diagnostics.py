@@ -9,6 +9,7 @@ independent mistake of a phase in one run.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -36,12 +37,40 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel
 
 
+def normalise_line_ends(text: str) -> str:
+    """CRLF and a lone CR become LF: the one notion of a line end.
+
+    The lexer, the quoted source line and every line number use it, so a file
+    saved with old Mac (CR) or Windows (CRLF) line ends reads as it looks,
+    and nothing else (form feed, vertical tab, U+0085, U+2028) starts a line.
+    """
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """The lines of a source text, split where the lexer counts lines."""
+    lines = normalise_line_ends(text).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()                 # a final line end does not start a line
+    return lines
+
+
+# A quoted source line is cut to this many characters around the caret: a
+# generated 40 KB line must not be printed once per error.
+QUOTE_WIDTH = 400
+
+
 class SourceFile:
-    """One .nx file's text, kept so diagnostics can quote its lines."""
+    """One .nx file's text, kept so diagnostics can quote its lines.
+
+    The text is kept with its line ends normalised (`normalise_line_ends`).
+    """
 
     def __init__(self, path: str, text: str):
         self.path = os.path.abspath(path)
-        self.text = text
+        self.text = normalise_line_ends(text)
         self._lines: list[str] | None = None
 
     @property
@@ -50,7 +79,7 @@ class SourceFile:
 
     def line_text(self, line: int) -> str:
         if self._lines is None:
-            self._lines = self.text.splitlines()
+            self._lines = source_lines(self.text)
         if 1 <= line <= len(self._lines):
             return self._lines[line - 1]
         return ""
@@ -74,9 +103,40 @@ def _render_one(d: Diagnostic) -> str:
     src = d.pos.file.line_text(d.pos.line)
     if not src.strip():
         return head
+    src, col = quotable(src, d.pos.col)
     # Tabs keep their width in the caret line so the caret stays aligned.
-    lead = "".join(c if c == "\t" else " " for c in src[: max(d.pos.col - 1, 0)])
+    lead = "".join(c if c == "\t" else " " for c in src[: max(col - 1, 0)])
     return f"{head}\n    {src}\n    {lead}^"
+
+
+def quotable(line: str, col: int) -> tuple[str, int]:
+    """(the part of `line` worth quoting, the caret's column in it).
+
+    A long line is cut to QUOTE_WIDTH characters around the caret, marked
+    with "..."; control characters other than tab are shown as U+FFFD so a
+    quoted line can neither move the terminal's cursor nor break an XML
+    report.
+    """
+    if len(line) > QUOTE_WIDTH:
+        start = max(0, min(col - 1 - QUOTE_WIDTH // 2, len(line) - QUOTE_WIDTH))
+        end = start + QUOTE_WIDTH
+        piece = line[start:end]
+        col -= start
+        if start > 0:
+            piece, col = "..." + piece, col + 3
+        if end < len(line):
+            piece += "..."
+        line = piece
+    return _CONTROL.sub("\ufffd", line), col
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class ToolError(Exception):
+    """A problem around the .nx code, not in it (no C compiler, an output
+    path that is a folder): the command line prints it as one line,
+    `nxc: error: ...`, never as a traceback."""
 
 
 class CompileError(Exception):
@@ -87,21 +147,50 @@ class CompileError(Exception):
         super().__init__("\n".join(d.render() for d in diagnostics))
 
 
+# Past this many errors (or warnings) of one compilation the rest are only
+# counted: 10,000 chained comparisons are one mistake repeated, and printing
+# each (with its quoted line) made hundreds of megabytes of output.
+LIMIT = 50
+
+
 class Diagnostics:
     """Collects errors and warnings of one compilation."""
 
     def __init__(self, warnings: bool = True):
         self.items: list[Diagnostic] = []
         self.show_warnings = warnings
+        self.kept = {"error": 0, "warning": 0}
+        self.dropped = {"error": 0, "warning": 0}
+
+    def _add(self, d: Diagnostic) -> Diagnostic:
+        severity = d.severity
+        if self.kept[severity] < LIMIT:
+            self.kept[severity] += 1
+            self.items.append(d)
+        else:
+            self.dropped[severity] += 1
+            if self.dropped[severity] == 1:
+                self._last(severity).notes.append(Diagnostic("note", None, ""))
+            # The last kept one carries the count of those left out.
+            self._last(severity).notes[-1].message = (
+                f"{self.dropped[severity]} more {severity}s not shown (only the first {LIMIT} are)")
+        return d
+
+    def saturated(self, severity: str = "error") -> bool:
+        """Whether another diagnostic of `severity` would only be counted: a
+        stage may then skip working out its words (a suggestion scans the
+        whole file: once per error, 12,000 errors were n^2)."""
+        return self.kept[severity] >= LIMIT
+
+    def _last(self, severity: str) -> Diagnostic:
+        return next(d for d in reversed(self.items) if d.severity == severity)
 
     def error(self, pos: Pos | None, message: str, notes: list[Diagnostic] | None = None) -> Diagnostic:
-        d = Diagnostic("error", pos, message, notes or [])
-        self.items.append(d)
-        return d
+        return self._add(Diagnostic("error", pos, message, notes or []))
 
     def warning(self, pos: Pos | None, message: str) -> None:
         if self.show_warnings:
-            self.items.append(Diagnostic("warning", pos, message))
+            self._add(Diagnostic("warning", pos, message))
 
     @staticmethod
     def note(pos: Pos | None, message: str) -> Diagnostic:

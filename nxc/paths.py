@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-import shutil
-import tempfile
 from functools import lru_cache
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,92 +44,10 @@ def templates_dir() -> str:
     return os.path.join(_HERE, "backend", "templates")
 
 
-def cache_dir() -> str:
-    """NXC_CACHE_DIR, else the user's cache folder (XDG_CACHE_HOME)."""
-    env = os.environ.get("NXC_CACHE_DIR")
-    if env:
-        return os.path.abspath(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "nxc")
-
-
-# The cache folder's parts: what each holds (see docs/build.md).
-CACHE_PARTS = {
-    "c": "built modules",
-    "parse": "parsed modules and the grammar's parse table",
-    "results": "passing gate results (nxc test: PASS (cached))",
-    "state": "last-failed items per project (nxc test --lf / --ff)",
-}
-
-
-def cache_info() -> dict:
-    """{"path": folder, "parts": {name: (files, bytes)}} of the cache folder."""
-    parts = {}
-    for name in CACHE_PARTS:
-        folder = os.path.join(cache_dir(), name)
-        files = [os.path.join(folder, f) for f in os.listdir(folder)] if os.path.isdir(folder) else []
-        files = [f for f in files if os.path.isfile(f)]
-        parts[name] = (len(files), sum(os.path.getsize(f) for f in files))
-    return {"path": cache_dir(), "parts": parts}
-
-
-def cache_clear() -> dict:
-    """Empty every part of the cache folder; returns what was there."""
-    info = cache_info()
-    for name in CACHE_PARTS:
-        shutil.rmtree(os.path.join(cache_dir(), name), ignore_errors=True)
-    return info
-
-
-PRUNE_EVERY = 256      # writes between two looks at a cache part's size
-
-
-def prune_due(writes: int) -> bool:
-    """Whether a cache part should be checked after its `writes`-th write in
-    this process: the first, then every PRUNE_EVERY (a look is one directory
-    scan, a few milliseconds)."""
-    return (writes - 1) % PRUNE_EVERY == 0
-
-
-def prune_least_recent(folder: str, keep: int, is_entry) -> int:
-    """Past `keep` entries (files whose name passes `is_entry`), remove the
-    least recently used, down to three quarters of `keep`; returns how many.
-
-    "Used" is the modification time: readers touch an entry on a hit.
-    Removing a file another process has open or mapped is harmless on POSIX.
-    """
-    try:
-        entries = [(e.stat().st_mtime, e.path) for e in os.scandir(folder) if is_entry(e.name)]
-    except OSError:
-        return 0
-    if len(entries) <= keep:
-        return 0
-    entries.sort()
-    removed = 0
-    for _, path in entries[:len(entries) - keep * 3 // 4]:
-        try:
-            os.remove(path)
-            removed += 1
-        except OSError:
-            pass
-    return removed
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write a cache file so that readers see all of it or none of it.
-
-    Several processes share the cache (pytest-xdist, `nxc test -j`); a
-    failure to write (read-only cache) only costs speed, so it is ignored.
-    """
-    folder = os.path.dirname(path)
-    try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass
+# The cache folder lives in nxc/cache.py (with what makes its entries
+# trustworthy); these names stay importable from here.
+from nxc.cache import (CACHE_PARTS, cache_clear, cache_dir, cache_info, prune_due,  # noqa: E402,F401
+                       prune_least_recent, write_atomically)
 
 
 def digest_of_files(*paths: str) -> str:

@@ -35,10 +35,12 @@ Layout (AddressSanitizer's idea, in Python)
   widths, little-endian, signed views sign-extending.
 
 The arena reserves 256 GiB of address space (MAP_NORESERVE; smaller if the
-system refuses), shadow likewise. The shadow costs one byte per mapped byte,
-so one mapping may be at most ``max_mapping`` bytes (a quarter of physical
-memory by default, ``NXC_PY_MMAP_MAX`` to change); larger requests, like the
-C runtime's impossible ones, return 0.
+system refuses or under an address-space limit), shadow likewise. The shadow
+costs one byte per mapped byte; for mappings of LAZY_MIN bytes or more it is
+written lazily (on the first fault in each chunk), so a mapping costs what is
+touched. One mapping may be at most ``max_mapping`` bytes (physical memory by
+default, ``NXC_PY_MMAP_MAX`` to change); larger requests, like the C
+runtime's impossible ones, return 0.
 """
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ _MAP_NORESERVE = getattr(_mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswi
 
 # Views of the arena: (format, size) per nx type name. Pointers use "Q".
 FORMATS = {"i8": "b", "u8": "B", "i16": "h", "u16": "H", "i32": "i", "u32": "I",
-           "i64": "q", "u64": "Q", "ptr": "Q", "bool": "?"}
+           "i64": "q", "u64": "Q", "ptr": "Q", "bool": "B"}    # bool: the byte (nonzero = true)
 SIZES = {"b": 1, "B": 1, "?": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8}
 SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
 
@@ -101,7 +103,26 @@ def _default_max_mapping() -> int:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         phys = 8 << 30
-    return max(phys // 4, 1 << 28)
+    # The shadow of a large mapping is written only where it is used (see
+    # LAZY_MIN), so a mapping costs what the gate touches, as calloc does.
+    return max(phys, 1 << 28)
+
+
+def _address_space_left() -> int | None:
+    """Bytes of address space this process may still map (RLIMIT_AS), or None."""
+    try:
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (ImportError, OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/statm") as f:
+            used = int(f.read().split()[0]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        used = 1 << 30
+    return max(soft - used, 0)
 
 
 def _reserve(nbytes: int):
@@ -116,11 +137,18 @@ def _reserve(nbytes: int):
     raise MemoryError("cannot reserve an arena for the nx Python backend")
 
 
+# A mapping this large gets its shadow written lazily, a chunk (_CHUNK bytes)
+# at a time on the first access there (the inline test fails on the zero
+# shadow and the fault handler writes it): a mapping costs what is touched.
+LAZY_MIN = 1 << 22
+
+
 class _Mapping:
-    __slots__ = ("base", "size", "site", "unmap_site")
+    __slots__ = ("base", "size", "site", "unmap_site", "lazy")
 
     def __init__(self, base, size, site):
         self.base, self.size, self.site, self.unmap_site = base, size, site, None
+        self.lazy = False
 
     @property
     def end(self):
@@ -143,6 +171,11 @@ class Runtime:
         # The operands of the guard of the gate return that fired (nxc/guards.py):
         # slot -> value, None for an operand && / || did not evaluate.
         self.captured = {}
+        left = _address_space_left()
+        if left is not None:
+            # Under an address-space limit (ulimit -v), arena and shadow take
+            # at most a third of what is left each: the rest is Python's.
+            arena_bytes = min(arena_bytes, max(left // 3 // _PAGE * _PAGE, 1 << 24))
         self.arena, self.arena_size = _reserve(arena_bytes)
         self.shadow_map, _ = _reserve(self.arena_size)
         self.limit = self.arena_size // 2     # negative addresses alias the top half: keep it unmapped
@@ -193,19 +226,54 @@ class Runtime:
             return 0
         align = 16 if nbytes < _PAGE else _PAGE
         base = (self.top + _GUARD_GAP + align - 1) // align * align
-        if base + nbytes > self.limit:
-            return 0
+        fresh = base + nbytes <= self.limit
+        if not fresh:
+            # The address range is used up: reuse the first hole that
+            # unmapped ranges left (a use after unmap there is no longer
+            # told apart), as a small arena under `ulimit -v` needs.
+            base = self._hole(nbytes, align)
+            if base is None:
+                return 0
+        lazy = nbytes >= LAZY_MIN
         try:
-            self._fill_shadow(base, nbytes)
+            if lazy:
+                self._fill_shadow_tail(base, nbytes)
+            else:
+                self._fill_shadow(base, nbytes)
         except (MemoryError, OSError):
             self._clear_shadow(base, nbytes)
             return 0
-        self.top = base + nbytes
         m = _Mapping(base, nbytes, site)
-        self.bases.append(base)
-        self.maps.append(m)
+        m.lazy = lazy
+        if fresh:
+            self.top = base + nbytes
+            self.bases.append(base)
+            self.maps.append(m)
+        else:
+            self._replace_unmapped(m)
         self.live[base] = m
         return base
+
+    def _hole(self, nbytes: int, align: int):
+        """The lowest aligned base where nbytes fit between live mappings."""
+        start = NULL_GUARD
+        for m in sorted(self.live.values(), key=lambda m: m.base):
+            base = (start + _GUARD_GAP + align - 1) // align * align
+            if base + nbytes + _GUARD_GAP <= m.base:
+                return base
+            start = m.end
+        base = (start + _GUARD_GAP + align - 1) // align * align
+        return base if base + nbytes <= self.limit else None
+
+    def _replace_unmapped(self, m: "_Mapping") -> None:
+        """Put a mapping that reuses addresses into the sorted lists, dropping
+        the records of unmapped ranges it overlaps."""
+        keep = [old for old in self.maps if old.end + _GUARD_GAP <= m.base or old.base >= m.end + _GUARD_GAP
+                or old.base in self.live]
+        i = bisect.bisect_left([old.base for old in keep], m.base)
+        keep.insert(i, m)
+        self.maps = keep
+        self.bases = [old.base for old in keep]
 
     def sys_munmap(self, p: int, nbytes: int, site: int = -1) -> int:
         if p == 0:
@@ -221,14 +289,24 @@ class Runtime:
                                        f"{p - old.base} bytes into the {old.size}-byte mapping at 0x{old.base:x})")
             raise self.error(site, f"sys_munmap of 0x{p:x}: not an address sys_mmap returned")
         m.unmap_site = site
-        self._clear_shadow(m.base, m.size)
         first = (m.base + _PAGE - 1) // _PAGE * _PAGE
         last = m.end // _PAGE * _PAGE
         if last > first and hasattr(self.arena, "madvise"):
-            try:
-                self.arena.madvise(_mmap.MADV_DONTNEED, first, last - first)
-            except (OSError, ValueError, AttributeError):
-                pass
+            # The whole pages go back to the kernel, of the memory and of its
+            # shadow (they read as zero again: not mapped); only the partial
+            # pages at the ends are cleared by hand. Before, the shadow was
+            # only zeroed, so it stayed resident: 20 rounds of 128 MiB peaked
+            # at 2.6 GB.
+            self._clear_shadow(m.base, first - m.base)
+            self._clear_shadow(last, m.end - last)
+            for mapping in (self.arena, self.shadow_map):
+                try:
+                    mapping.madvise(_mmap.MADV_DONTNEED, first, last - first)
+                except (OSError, ValueError, AttributeError):
+                    if mapping is self.shadow_map:
+                        self._clear_shadow(first, last - first)
+        else:
+            self._clear_shadow(m.base, m.size)
         return 0
 
     def sys_write(self, fd: int, buf: int, n: int, site: int = -1) -> int:
@@ -325,12 +403,13 @@ class Runtime:
 
     # ---- fast-path fallbacks, called by the generated code ----
     def load_fault(self, a: int, site: int):
-        """The shadow test failed for a load: retry the 64-bit-wrapped address, else raise."""
+        """The shadow test failed for a load: write the shadow of a lazy
+        mapping there, retry the 64-bit-wrapped address, else raise."""
         ty = self.sites[site][4]
         fmt = FORMATS[ty]
         size = SIZES[fmt]
         w = a & _M64
-        if w != a and w < self.limit and self.shadow[w] & size:
+        if w < self.limit and (w != a or self._materialise(w)) and self.shadow[w] & size:
             return self.views[fmt][w >> SHIFTS[size]]
         raise self.error(site, self._describe(a, size, f"read of {ty}"))
 
@@ -339,9 +418,22 @@ class Runtime:
         ty = self.sites[site][4]
         size = SIZES[FORMATS[ty]]
         w = a & _M64
-        if w != a and w < self.limit and self.shadow[w] & size:
+        if w < self.limit and (w != a or self._materialise(w)) and self.shadow[w] & size:
             return w >> SHIFTS[size]
         raise self.error(site, self._describe(a, size, f"write of {ty}"))
+
+    def _materialise(self, a: int) -> bool:
+        """Write the shadow of the chunk around `a` if it lies in a live lazy
+        mapping whose shadow is not written there yet; whether it did."""
+        m = self._find(a)
+        if m is None or not m.lazy or m.unmap_site is not None or self.live.get(m.base) is not m:
+            return False
+        chunk = a // _CHUNK * _CHUNK            # chunks aligned to _CHUNK in the arena
+        lo, hi = max(m.base, chunk), min(m.end - 8, chunk + _CHUNK)
+        if hi <= lo or self.shadow[lo] != 0:
+            return False
+        self._fill_chunks(lo, hi - lo, _PATTERN[(lo - m.base) % 8:] + _PERIOD)
+        return True
 
     def describe_access(self, a: int, site: int) -> NxRuntimeError:
         """The fault for an access whose shadow test raised (address beyond the arena)."""
@@ -403,6 +495,9 @@ class Runtime:
     # ---- internals ----
     def _fill_shadow(self, base: int, n: int) -> None:
         self._fill_chunks(base, n, _PATTERN)
+        self._fill_shadow_tail(base, n)
+
+    def _fill_shadow_tail(self, base: int, n: int) -> None:
         for o in range(max(n - 8, 0), n):       # the tail: shorter accesses only
             self.shadow[base + o] = _shadow_byte(o, n)
 
@@ -423,9 +518,22 @@ class Runtime:
             return None
         if a < 0 or a + n > self.limit:
             return a if a < 0 or a >= self.limit else self.limit
+        self._materialise_range(a, n)
         chunk = bytes(self.shadow[a:a + n])
         i = chunk.find(0)
         return None if i < 0 else a + i
+
+    def _materialise_range(self, a: int, n: int) -> None:
+        """Write the lazy shadow of every chunk of [a, a+n) (whole-range checks)."""
+        i = max(bisect.bisect_right(self.bases, a) - 1, 0)
+        while i < len(self.maps) and self.maps[i].base < a + n:
+            m = self.maps[i]
+            if m.lazy and self.live.get(m.base) is m:
+                c = max(a, m.base) // _CHUNK * _CHUNK
+                while c < min(a + n, m.end):
+                    self._materialise(max(c, m.base))
+                    c += _CHUNK
+            i += 1
 
     def _find(self, a: int):
         """The mapping (live or unmapped) whose range holds address a, if any."""

@@ -212,11 +212,11 @@ def test_second_build_is_cached_and_import_change_rebuilds(write_nx):
 
 
 def test_build_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch, tmp_path):
-    from nxc import paths
+    from nxc import cache
     from nxc.backend.c import build as build_c
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(build_c, "MAX_BUILDS", 4)
-    monkeypatch.setattr(paths, "PRUNE_EVERY", 1)
+    monkeypatch.setattr(cache, "PRUNE_EVERY", 1)
     emitted = [emit_c(check_file(write_nx(f"func main() -> i64 {{ return {i} - {i} }}\n", name=f"b{i}.nx"),
                                  diags=Diagnostics())) for i in range(8)]
     built = [build(e) for e in emitted[:4]]

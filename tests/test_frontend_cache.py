@@ -9,7 +9,7 @@ import glob
 import os
 
 from nxc.syntax import loader, parse
-from nxc import paths
+from nxc import cache
 from nxc.diagnostics import Diagnostics
 from nxc.check.frontend import check_file
 from nxc.paths import cache_dir
@@ -109,7 +109,7 @@ def test_disk_parse_cache_is_bounded_least_recently_used_first(write_nx, monkeyp
     folder = os.path.join(cache_dir(), "parse")
     loader.prune_parse_cache(folder, keep=0)          # start from an empty folder
     monkeypatch.setattr(loader, "DISK_MAX_FILES", 8)
-    monkeypatch.setattr(paths, "PRUNE_EVERY", 1)        # look at every write
+    monkeypatch.setattr(cache, "PRUNE_EVERY", 1)        # look at every write
     modules = [write_nx(f"func f{i}() -> i64 {{ return {i} }}\n", name=f"m{i}.nx") for i in range(12)]
     first = modules[0]
     for i, path in enumerate(modules):

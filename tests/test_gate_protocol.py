@@ -34,7 +34,7 @@ def program(path):
 
 
 def test_status_values_are_the_words_users_see():
-    assert [s.value for s in Status] == ["PASS", "FAIL", "RUNTIME-ERROR", "CRASH", "TIMEOUT",
+    assert [s.value for s in Status] == ["PASS", "FAIL", "RUNTIME-ERROR", "CRASH", "TIMEOUT", "MEMORY-LIMIT",
                                          "COMPILE-ERROR", "NO-GATE", "ERROR"]
     # str subclass: plain comparisons, JSON and formatting show the bare word
     assert Status.RUNTIME_ERROR == "RUNTIME-ERROR"

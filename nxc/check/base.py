@@ -79,7 +79,8 @@ class CheckerBase(ast.NodeVisitor):
         self.scope: Scope | None = None
         self.is_entry = False
         self.loop_depth = 0
-        self.unique_count: dict[str, int] = {}
+        self.declared: set[str] = set()      # check_body: every local and parameter name
+        self.taken: set[str] = set()         # check_body: unique names given so far
 
     # ---- names ----
     def lookup(self, e: ast.Name) -> Symbol | None:
@@ -87,6 +88,9 @@ class CheckerBase(ast.NodeVisitor):
         if sym is None:
             sym = self.top.get(e.ident)
         if sym is None:
+            if self.diags.saturated():      # only counted: no suggestion to work out
+                self.diags.error(e.pos, f"undefined name '{e.ident}'")
+                return None
             names = set(self.scope.all_names()) | {n for n, s in self.top.items() if s.kind not in ("type", "struct")}
             self.diags.error(e.pos, f"undefined name '{e.ident}'" + suggest_undefined(e.ident, names, e.pos))
             return None

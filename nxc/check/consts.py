@@ -13,14 +13,30 @@ LOGIC_OPS = frozenset({"&&", "||"})
 
 
 def is_literal_expr(e: ast.Expr) -> bool:
-    """An expression of integer literals only: it takes its type from context."""
+    """An expression of integer literals only: it takes its type from context.
+
+    Remembered per node (a syntactic property): the checker asks at every
+    level of an expression, which made a chain of n operators cost n^2
+    (4,000 unary minuses: 5 s).
+    """
     if isinstance(e, ast.IntLit):
         return True
+    known = _LITERAL.get(id(e))
+    if known is not None and known[0] is e:
+        return known[1]
     if isinstance(e, ast.Unary) and e.op in ("-", "~"):
-        return is_literal_expr(e.operand)
-    if isinstance(e, ast.Binary) and e.op in ARITH_OPS:
-        return is_literal_expr(e.left) and is_literal_expr(e.right)
-    return False
+        result = is_literal_expr(e.operand)
+    elif isinstance(e, ast.Binary) and e.op in ARITH_OPS:
+        result = is_literal_expr(e.left) and is_literal_expr(e.right)
+    else:
+        return False
+    if len(_LITERAL) > 1 << 16:
+        _LITERAL.clear()
+    _LITERAL[id(e)] = (e, result)       # the node too: its id is not reused while it is here
+    return result
+
+
+_LITERAL: dict[int, tuple[object, bool]] = {}
 
 
 def fold_binary(op: str, ty: IntType, a: int, b: int) -> int | None:

@@ -10,10 +10,12 @@ import os
 
 from nxc.check.checker import check_program
 from nxc.check.program import SOFT_F32_MODULE, Program
-from nxc.diagnostics import CompileError, Diagnostics
+from nxc.deep import deep
+from nxc.diagnostics import CompileError, Diagnostics, Pos
 from nxc.syntax.loader import ModuleGraph, load_program, resolve_import
 
 
+@deep
 def check_file(path: str, include: list[str] | None = None,
                diags: Diagnostics | None = None, soft_f32: bool = False) -> Program:
     """Raises diagnostics.CompileError with every error found.
@@ -29,6 +31,16 @@ def check_file(path: str, include: list[str] | None = None,
     gc.disable()
     try:
         return _check_file(path, include, diags, soft_f32)
+    except RecursionError:
+        # Past what even nxc/deep.py's stack holds (a chain of hundreds of
+        # thousands of type aliases): a limit, said as one, not a traceback.
+        from nxc.syntax.loader import read_source
+        src = read_source(path, Diagnostics())
+        diags.error(Pos(src, 1, 1) if src is not None else None,
+                    "nested too deeply: the program's declarations refer to each other too deeply "
+                    "to be checked (see docs/language.md, Limits)")
+        diags.raise_if_errors()
+        raise
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -14,13 +14,18 @@ class StmtChecker(CheckerBase):
     def check_body(self, fn: Function, is_entry: bool) -> None:
         self.func = fn
         self.loop_depth = 0
-        self.unique_count = {}
         self.is_entry = is_entry
         self.scope = Scope(None)
+        # Unique names of locals (Symbol.unique, what both emitters name them
+        # by): a shadowing local gets `name_N`, and N is chosen so that no
+        # local or parameter of the function is really called that (before,
+        # `x_1` for an inner `x` was the very name of a real local `x_1`).
+        self.declared = declared_names(fn.decl)
+        self.taken = set()
         for p in fn.params:
             if p.type is not None:
                 self.scope.names[p.name] = p
-                self.unique_count[p.name] = 1
+                self.taken.add(p.name)
         self.check_block(fn.decl.body, new_scope=True)
         if fn.ret is not None and fn.ret is not VOID and not self.terminates(fn.decl.body):
             end = fn.decl.body.end_pos or fn.decl.pos
@@ -86,10 +91,14 @@ class StmtChecker(CheckerBase):
         if prev is not None:
             self.diags.error(s.pos, f"'{s.name}' is already declared in this block",
                              [Diagnostics.note(prev.pos, "the first declaration is here")])
-        n = self.unique_count.get(s.name, 0)
-        self.unique_count[s.name] = n + 1
-        sym = Symbol("local", s.name, ty, s.pos, mutable=s.mutable,
-                     unique=s.name if n == 0 else f"{s.name}_{n}")
+        unique = s.name
+        if unique in self.taken:
+            n = 1
+            while f"{s.name}_{n}" in self.declared or f"{s.name}_{n}" in self.taken:
+                n += 1
+            unique = f"{s.name}_{n}"
+        self.taken.add(unique)
+        sym = Symbol("local", s.name, ty, s.pos, mutable=s.mutable, unique=unique)
         self.info.syms[s] = sym
         self.scope.names[s.name] = sym
         if self.func is not None:
@@ -205,3 +214,22 @@ def _has_break(block: ast.Block) -> bool:
             if isinstance(o, ast.If) and _has_break(ast.Block(o.pos, [o])):
                 return True
     return False
+
+
+def declared_names(fn: ast.FuncDecl) -> set[str]:
+    """Names of the parameters and every local declared anywhere in `fn`."""
+    names = {p.name for p in fn.params}
+    stack = [fn.body] if fn.body is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Block):
+            stack.extend(node.stmts)
+        elif isinstance(node, ast.VarDecl):
+            names.add(node.name)
+        elif isinstance(node, ast.If):
+            stack.append(node.then)
+            if node.orelse is not None:
+                stack.append(node.orelse)
+        elif isinstance(node, ast.While):
+            stack.append(node.body)
+    return names

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import re
+import stat
+import sys
 from dataclasses import dataclass
 
 from nxc.diagnostics import display_path
@@ -39,18 +41,28 @@ class Unit:
 
 
 
-def find_modules(paths: list[str]) -> list[str]:
-    """Absolute paths of the .nx files under `paths`, in a stable order, each once."""
+def find_modules(paths: list[str], skipped: list | None = None) -> list[str]:
+    """Absolute paths of the .nx files under `paths`, in a stable order, each once.
+
+    Only regular files (or links to them) are modules: a FIFO would hang the
+    collection and a link to /dev/zero read without end. Each one left out
+    is added to `skipped` as (path, why).
+    """
     found, seen = [], set()
 
     def add(p: str) -> None:
+        why = not_a_module_file(p)
+        if why is not None:
+            if skipped is not None:
+                skipped.append((p, why))
+            return
         real = os.path.realpath(p)
         if real not in seen:
             seen.add(real)
             found.append(os.path.abspath(p))
 
     for p in paths:
-        if os.path.isfile(p):
+        if os.path.isfile(p) or (os.path.lexists(p) and not os.path.isdir(p)):
             add(p)                  # named explicitly: taken whatever its suffix
         elif os.path.isdir(p):
             for folder, dirs, files in os.walk(p):
@@ -61,6 +73,20 @@ def find_modules(paths: list[str]) -> list[str]:
         else:
             raise UsageError(f"no such file or folder: '{p}'")
     return found
+
+
+def not_a_module_file(path: str) -> str | None:
+    """Why `path` cannot be read as a module (None: it is a regular file)."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if stat.S_ISREG(st.st_mode):
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder"))
+    kind = next((name for test, name in kinds if test(st.st_mode)), "not a regular file")
+    return f"{kind}{' (through a link)' if os.path.islink(path) else ''}, not a regular file"
 
 
 def skipped_dir(parent: str, name: str) -> bool:
@@ -99,7 +125,11 @@ def item_id(display: str, backend: str, backends) -> str:
 def collect(paths: list[str], backends=("c",), keyword: str | None = None) -> list[Item]:
     match = KeywordExpression(keyword) if keyword else None
     items = []
-    for path in find_modules(paths):
+    skipped: list = []
+    modules = find_modules(paths, skipped)
+    for path, why in skipped:               # on stderr: --json keeps stdout to itself
+        print(f"nxc test: note: skipped '{display_path(path)}': {why}", file=sys.stderr)
+    for path in modules:
         display = display_path(path)
         kind, main_line = scan_kind(path)
         for b in backends:

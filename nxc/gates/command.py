@@ -22,7 +22,8 @@ def options_from_args(args) -> Options:
                    use_cache=not no_cache, include=list(getattr(args, "include", []) or []),
                    soft_f32=getattr(args, "soft_f32", False), checked=not getattr(args, "unchecked", False),
                    read_results=not (no_cache or getattr(args, "rerun", False)), record_results=True,
-                   warnings_as_errors=getattr(args, "warnings_as", None) == "error")
+                   warnings_as_errors=getattr(args, "warnings_as", None) == "error",
+                   memory_limit=memory_limit_from(getattr(args, "memory_limit", None)))
 
 
 @dataclass
@@ -39,6 +40,21 @@ class Run:
     root: str = ""                  # the project root the last-failed list belongs to
     failed_first: set = field(default_factory=set)      # item keys to run first (--ff)
     notes: list = field(default_factory=list)
+
+
+def default_memory_limit() -> int:
+    """A quarter of the physical memory per gate (two gates at a time use at most half)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 4
+    except (ValueError, OSError, AttributeError):
+        return 2 << 30
+
+
+def memory_limit_from(value: int | None) -> int | None:
+    """--memory-limit: None (not given) is the default, 0 is no limit."""
+    if value is None:
+        return default_memory_limit()
+    return value or None
 
 
 def main(args) -> int:
@@ -75,6 +91,9 @@ def _main(args) -> int:
     run = Run(options, jobs, verbosity, args.json, maxfail, durations, args.junit_xml,
               suite_name=f"nxc {part}" if part else "nxc", root=results_cache.project_root())
 
+    junit = getattr(args, "junit_xml", None)
+    if junit and os.path.isdir(junit):      # found out before running everything, not after
+        raise UsageError(f"--junit-xml: '{junit}' is a folder; give the name of the file to write")
     items = collect(args.paths or ["."], options.backends, args.keyword)
     if part is not None:
         items = partition.select(items, part)
@@ -163,7 +182,12 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     reporter.finish(results, order, elapsed, len(items) - covered, stop["early"], interrupted,
                     durations=run.durations, maxfail=run.maxfail, notes=run.notes)
     if run.junit_xml:
-        write_junit(run.junit_xml, results, order, elapsed, suite_name=run.suite_name)
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(run.junit_xml)), exist_ok=True)
+            write_junit(run.junit_xml, results, order, elapsed, suite_name=run.suite_name)
+        except OSError as exc:
+            print(f"nxc: error: cannot write --junit-xml '{run.junit_xml}': {exc.strerror or exc}", file=sys.stderr)
+            return EXIT_FAIL, results
     if interrupted:
         return EXIT_INTERRUPTED, results
     ok = results and all(r.passed for r in results) and covered == len(items)

@@ -13,6 +13,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from nxc.diagnostics import ToolError
 from nxc.gates import report
 from nxc.gates.collect import Item, Unit
 from nxc.gates.protocol import Status
@@ -31,6 +32,7 @@ class Options:
     read_results: bool = False          # take a recorded pass for a result (nxc test; not --rerun/--no-cache)
     record_results: bool = False        # record passes in the result cache (nxc/gates/results_cache.py)
     warnings_as_errors: bool = False    # -W error: a module with warnings does not pass
+    memory_limit: int | None = None     # --memory-limit: bytes of resident memory per gate (None: none)
 
 
 @dataclass
@@ -57,7 +59,7 @@ class Result:
     column: int | None = None       # 1-based column at `location` (when the site has one)
     cached: bool = False            # a recorded pass of the same artefact: not run (results_cache.py)
     warnings: list = field(default_factory=list)    # rendered warnings of the module (on its first item)
-    output: str = ""                # what the gate printed, when the runner captures it (JUnit <system-out>)
+    output: str = ""                # the gate's stdout and stderr (captured, never mixed into ours; JUnit <system-out>)
     covers: int = 1                 # items this result stands for: a compile error counts once per module
     modules: list = field(default_factory=list)     # absolute paths of the modules compiled (for --watch)
 
@@ -127,6 +129,8 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
                 compile_library(program, item.backend, options, r)
             else:
                 gate_result(program, item.backend, options, r)
+        except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
+            r = compile_error_result(result(item, Status.COMPILE_ERROR), exc.diagnostics, front_end)
         except Exception as exc:  # noqa: BLE001
             r = internal_error(r, exc, 0.0)
             r.front_end_seconds = front_end
@@ -181,7 +185,8 @@ def gate_result(program, backend: str, options: Options, r: Result) -> None:
         return
     emit_seconds = r.build_seconds
     outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
-                       emitted=emitted, checked=options.checked)
+                       emitted=emitted, checked=options.checked,
+                       capture=True, memory_limit=options.memory_limit)
     fill_result(outcome, program, options, r, key, emit_seconds)
 
 
@@ -198,7 +203,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
     r.build_seconds = outcome.build_seconds + emit_seconds
     r.status = outcome.status
     r.value = outcome.value
-    r.output = getattr(outcome, "output", "") or ""     # the hardening issue's captured stdout/stderr, once it lands
+    r.output = outcome.output or ""                     # captured stdout/stderr of the gate
     status = outcome.status
     record(key, options, r)
     if outcome.site is not None:
@@ -228,10 +233,16 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
             top = outcome.stack[0]
             r.location, r.line = report.location(top), top.line
             r.message += f", stopped in {top.function} at {r.location}"
+    elif status == Status.MEMORY_LIMIT:
+        r.message = f"{outcome.message} (--memory-limit {options.memory_limit >> 20} MiB)"
+        r.report = (f"MEMORY-LIMIT: {outcome.message} and was stopped "
+                    "(--memory-limit SIZE allows more, 0 none)")
     elif status != Status.PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
         r.status = Status.INTERNAL_ERROR
         r.message = outcome.message or str(status)
         r.report = f"{status}: {r.message}"
+    if r.output and status != Status.PASS:
+        r.report += "\n---- the gate's output (stdout and stderr) ----\n" + r.output.rstrip("\n")
 
 
 def compile_library(program, backend: str, options: Options, r: Result) -> None:
@@ -272,6 +283,9 @@ def internal_error(r: Result, exc: BaseException, seconds: float) -> Result:
     if isinstance(exc, BuildError):
         r.message = "the C compiler rejected the generated code (a bug in nxc)"
         r.report = str(exc)
+    elif isinstance(exc, ToolError):        # no compiler, ...: the user's setup, one line
+        r.message = str(exc)
+        r.report = f"ERROR: {exc}"
     elif isinstance(exc, ImportError) and "backend.py" in str(exc):
         r.message = "the Python backend is not available"
         r.report = f"ERROR: {r.message}: {exc}"

@@ -13,6 +13,7 @@ import pickle
 import select
 import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 
@@ -25,15 +26,31 @@ class Ended:
     kind: str
     value: object = None
     message: str = ""
+    output: str = ""            # the child's stdout and stderr, when captured
 
 
-def run_isolated(call, timeout: float | None, interrupt: bool = False):
+# Captured output kept per gate: the first OUTPUT_MAX bytes are shown; the
+# file it goes to may not grow past OUTPUT_FILE_MAX (RLIMIT_FSIZE), so a gate
+# printing in a loop cannot fill the disk before its timeout.
+OUTPUT_MAX = 64 << 10
+OUTPUT_FILE_MAX = 16 << 20
+# How often the parent looks at the child's memory when there is a limit.
+MEMORY_POLL_SECONDS = 0.02
+
+
+def run_isolated(call, timeout: float | None, capture: bool = False, memory_limit: int | None = None,
+                 interrupt: bool = False):
     """Run `call()` in a forked child; its result (any picklable value) comes back in an `Ended`.
 
+    capture: the child's stdout and stderr (fds 1 and 2) go to a file, not
+    to ours; they come back in `Ended.output`. memory_limit: bytes of
+    resident memory; past it the child is killed and the kind is "memory".
     interrupt=True: at the timeout the child first gets SIGUSR1 and a moment
-    to say where it is (the Python backend's stack), then SIGKILL."""
+    to say where it is (the Python backend's stack), then SIGKILL.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
+    out = tempfile.TemporaryFile(prefix="nxc-gate-out-") if capture else None
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # child
@@ -42,6 +59,8 @@ def run_isolated(call, timeout: float | None, interrupt: bool = False):
         # fault dump (pytest turns faulthandler on) would only be noise.
         faulthandler.disable()
         die_with_parent()
+        if out is not None:
+            _capture_into(out)
         code = 0
         try:
             try:
@@ -58,37 +77,89 @@ def run_isolated(call, timeout: float | None, interrupt: bool = False):
     os.close(w)
     chunks = []
     deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
+    timed_out = over_memory = reaped = False
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
+        if memory_limit is not None:
+            wait = MEMORY_POLL_SECONDS if wait is None else min(wait, MEMORY_POLL_SECONDS)
         ready, _, _ = select.select([r], [], [], wait)
         if not ready:
-            timed_out = True
-            if not (interrupt and _interrupted(pid)):
+            if memory_limit is not None and resident_bytes(pid) > memory_limit:
+                over_memory = True
+            elif deadline is None or time.monotonic() < deadline:
+                continue
+            else:
+                timed_out = True
+            reaped = timed_out and interrupt and _interrupted(pid)
+            if not reaped:
                 os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
             break
         data = os.read(r, 65536)
         if not data:
             break
         chunks.append(data)
     os.close(r)
+    if not reaped:
+        _, status = os.waitpid(pid, 0)
+    output = _read_output(out)
     if timed_out:
-        return Ended("timeout")
-    _, status = os.waitpid(pid, 0)
+        return Ended("timeout", output=output)
+    if over_memory:
+        return Ended("memory", message=f"more than {memory_limit >> 20} MiB", output=output)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
             name = signal.Signals(sig).name
         except ValueError:
             name = f"signal {sig}"
-        return Ended("crash", message=name)
+        return Ended("crash", message=name, output=output)
     payload = b"".join(chunks)
     if not payload:
-        return Ended("crash", message=f"exit status {os.WEXITSTATUS(status)}")
+        return Ended("crash", message=f"exit status {os.WEXITSTATUS(status)}", output=output)
     if payload[:1] == b"E":
-        return Ended("error", message=payload[1:].decode("utf-8", "replace"))
-    return Ended("ok", pickle.loads(payload[1:]))
+        return Ended("error", message=payload[1:].decode("utf-8", "replace"), output=output)
+    return Ended("ok", pickle.loads(payload[1:]), output=output)
+
+
+def _capture_into(out) -> None:
+    """In the child: fds 1 and 2 to the capture file, bounded in size."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(out.fileno(), 1)
+    os.dup2(out.fileno(), 2)
+    try:
+        import resource
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)     # past the bound a write fails (EFBIG), no signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (OUTPUT_FILE_MAX, OUTPUT_FILE_MAX))
+    except (ImportError, OSError, ValueError, AttributeError):
+        pass
+
+
+def _read_output(out) -> str:
+    if out is None:
+        return ""
+    try:
+        size = os.fstat(out.fileno()).st_size
+        out.seek(0)
+        data = out.read(OUTPUT_MAX)
+    finally:
+        out.close()
+    text = data.decode("utf-8", "replace")
+    if size > OUTPUT_MAX:
+        text += f"\n[... {size - OUTPUT_MAX} more bytes of output not shown]"
+    return text
+
+
+def resident_bytes(pid: int) -> int:
+    """The resident memory of process `pid` (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _interrupted(pid: int, grace: float = 1.0) -> bool:

@@ -15,11 +15,20 @@ from collections import deque
 
 from nxc.gates.collect import Item
 from nxc.gates.execute import Options, Result, internal_error, run_unit
+from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
 
 
-def worker(conn, options: Options) -> None:
+def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) -> None:
+    die_with_parent()                   # Linux: SIGKILL when the runner dies
     signal.signal(signal.SIGINT, signal.SIG_IGN)    # the runner decides what Ctrl-C stops
+    # The runner's ends of every pipe (this worker's and its peers', forked
+    # into it): while a worker held them, no worker ever saw EOF when the
+    # runner died, and all lived on after a SIGKILL of `nxc test -j N`.
+    for c in inherited:
+        c.close()
+    if parent_pid is not None and os.getppid() != parent_pid:
+        return                          # it died before that took effect
     while True:
         try:
             unit = conn.recv()
@@ -47,7 +56,8 @@ class Pool:
 
     def _spawn(self):
         parent, child = self.ctx.Pipe()
-        p = self.ctx.Process(target=worker, args=(child, self.options), daemon=True)
+        inherited = [parent, *self.workers]
+        p = self.ctx.Process(target=worker, args=(child, self.options, inherited, os.getpid()), daemon=True)
         p.start()
         child.close()
         self.workers[parent] = [p, None]

@@ -24,6 +24,7 @@ class Status(str, enum.Enum):
     RUNTIME_ERROR = "RUNTIME-ERROR"     # nx code stopped at a run-time check
     CRASH = "CRASH"                     # the gate's process died (a signal)
     TIMEOUT = "TIMEOUT"
+    MEMORY_LIMIT = "MEMORY-LIMIT"       # the gate's process grew past --memory-limit and was stopped
     COMPILE_ERROR = "COMPILE-ERROR"     # the .nx module does not compile
     NO_GATE = "NO-GATE"                 # no `func main() -> i64` to run
     INTERNAL_ERROR = "ERROR"            # nxc itself failed (a bug, a missing backend)
@@ -78,6 +79,7 @@ class Outcome:
     # stack is then that run's); TIMEOUT: empty (the stack says where it was).
     detail: str = ""
     gate_return: object = field(default=None, compare=False)
+    output: str = ""                    # what the gate wrote to stdout/stderr, when captured (nxc test)
 
     @property
     def passed(self) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from xml.etree import ElementTree as ET
 
@@ -23,11 +24,12 @@ from nxc.gates.stack import render_stack
 S = Status
 SUMMARY = [(S.PASS, "passed", "passed"), (S.FAIL, "failed", "failed"),
            (S.COMPILE_ERROR, "compile error", "compile errors"), (S.RUNTIME_ERROR, "runtime error", "runtime errors"),
-           (S.CRASH, "crash", "crashes"), (S.TIMEOUT, "timeout", "timeouts"), (S.INTERNAL_ERROR, "error", "errors")]
+           (S.CRASH, "crash", "crashes"), (S.TIMEOUT, "timeout", "timeouts"),
+           (S.MEMORY_LIMIT, "over the memory limit", "over the memory limit"), (S.INTERNAL_ERROR, "error", "errors")]
 LETTER = {S.PASS: ".", S.FAIL: "F", S.COMPILE_ERROR: "E", S.RUNTIME_ERROR: "R", S.CRASH: "C", S.TIMEOUT: "T",
-          S.INTERNAL_ERROR: "E"}
+          S.MEMORY_LIMIT: "M", S.INTERNAL_ERROR: "E"}
 # JUnit: a verdict on the .nx code is a <failure>; not getting as far as running it is an <error>.
-JUNIT_FAILURES = (S.FAIL, S.RUNTIME_ERROR, S.CRASH, S.TIMEOUT)
+JUNIT_FAILURES = (S.FAIL, S.RUNTIME_ERROR, S.CRASH, S.TIMEOUT, S.MEMORY_LIMIT)
 JUNIT_ERRORS = (S.COMPILE_ERROR, S.INTERNAL_ERROR)
 
 SIGNAL_HINT = {
@@ -83,7 +85,7 @@ def runtime_error_report(outcome: Outcome, sources: dict, prefix: str = "RUNTIME
     lines = [f"{prefix}{outcome.message if message is None else message}"]
     site = outcome.site
     src = sources.get(site.file) if site is not None else None
-    if src is not None and 1 <= site.line <= len(src.text.splitlines()):
+    if src is not None and src.line_text(site.line):
         lines.append(f" >{site.line:5d} | {src.line_text(site.line)}")
         lines.append(" " * 10 + " " * (site.column - 1) + "^")
     if outcome.stack:
@@ -276,15 +278,13 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
         case = ET.SubElement(suite, "testcase", classname=stem, name=r.id, time=f"{r.seconds:.3f}")
         if not r.passed:
             tag = "error" if r.status in JUNIT_ERRORS else "failure"
-            el = ET.SubElement(case, tag, message=junit_message(r), type=str(r.status))
-            el.text = r.report
+            el = ET.SubElement(case, tag, message=xml_text(junit_message(r)), type=str(r.status))
+            el.text = xml_text(r.report)
         if r.output:
-            ET.SubElement(case, "system-out").text = r.output
+            ET.SubElement(case, "system-out").text = xml_text(r.output)
         if r.warnings:
-            ET.SubElement(case, "system-err").text = "\n".join(r.warnings)
+            ET.SubElement(case, "system-err").text = xml_text("\n".join(r.warnings))
     ET.indent(suites)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
     ET.ElementTree(suites).write(path, encoding="utf-8", xml_declaration=True)
 
 
@@ -295,3 +295,12 @@ def junit_message(r: Result) -> str:
     if r.captured:
         text += " (" + ", ".join(f"{t} = {show_value(v)}" for t, v in r.captured) + ")"
     return text
+
+
+# Characters XML 1.0 cannot hold at all (not even escaped): a quoted source
+# line or a gate's output may have them; they are shown as U+FFFD.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+
+
+def xml_text(text: str) -> str:
+    return _NOT_XML.sub("\ufffd", text)

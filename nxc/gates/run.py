@@ -19,13 +19,16 @@ from nxc.gates.protocol import Outcome, Status
 
 
 def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-             timeout: float | None = 60.0, verbose: bool = False, emitted=None, checked: bool = True) -> Outcome:
+             timeout: float | None = 60.0, verbose: bool = False, emitted=None, checked: bool = True,
+             capture: bool = False, memory_limit: int | None = None) -> Outcome:
     """The outcome of the program's gate on one backend.
 
     emitted: code emitted already (for a test of an emitter variant).
     checked=False: C without memory checks and .nx stack; if such a gate
     crashes, it is run again checked to say where (the outcome stays CRASH,
-    with that run's finding in `detail` and its `stack`)."""
+    with that run's finding in `detail` and its `stack`).
+    capture: keep the gate's stdout/stderr in `Outcome.output` (nxc test).
+    memory_limit: bytes of resident memory before it is stopped (MEMORY-LIMIT)."""
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="gate", opt=opt,
                                                              use_cache=use_cache, emitted=emitted)
     if verbose and prepared.build_cached is not None:
@@ -35,12 +38,15 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     loaded = prepared.loaded
     loaded.share_stack()
     start = time.perf_counter()
-    ended = run_isolated(loaded.run_gate, timeout, interrupt=loaded.interrupt_on_timeout)
+    ended = run_isolated(loaded.run_gate, timeout, capture=capture, memory_limit=memory_limit,
+                         interrupt=loaded.interrupt_on_timeout)
     seconds = time.perf_counter() - start
     if ended.kind == "ok":
         outcome = ended.value
     elif ended.kind == "timeout":
         outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=loaded.stack_after_death())
+    elif ended.kind == "memory":
+        outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
     elif ended.kind == "crash":
         outcome = Outcome(Status.CRASH, message=ended.message, stack=loaded.stack_after_death())
         if backend == "c" and not checked:
@@ -55,7 +61,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     return dataclasses.replace(outcome, backend=backend, seconds=seconds, gate_return=gate_return,
                                emit_seconds=prepared.emit_seconds,
                                build_seconds=getattr(built, "seconds", prepared.build_seconds),
-                               build_cached=prepared.build_cached,
+                               build_cached=prepared.build_cached, output=ended.output,
                                checked=getattr(prepared.emitted, "checked", None) if backend == "c" else None)
 
 

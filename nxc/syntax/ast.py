@@ -246,19 +246,21 @@ def subexpressions(e: Expr) -> tuple:
 
 
 def start_pos(node: Node) -> Pos:
-    """Where a node's text starts (a Binary's own position is its operator)."""
+    """Where a node's text starts (a Binary's or an Assign's own position is
+    its operator).
+
+    Casts, calls, index and field accesses already carry their start (the
+    parser places them at their first child), so the walk stops there: going
+    on down their left spine made parsing a chain of n postfix operations
+    cost n^2 (8,000 chained field accesses took 7.5 s).
+    """
     while True:
-        if isinstance(node, Binary):
+        cls = node.__class__
+        if cls is Binary:
             node = node.left
-        elif isinstance(node, Cast):
-            node = node.expr
-        elif isinstance(node, Call):
-            node = node.func
-        elif isinstance(node, (Index, FieldAccess)):
-            node = node.base
-        elif isinstance(node, Assign):
+        elif cls is Assign:
             node = node.target
-        elif isinstance(node, ExprStmt):
+        elif cls is ExprStmt:
             node = node.expr
         else:
             return node.pos

@@ -16,10 +16,10 @@ from functools import lru_cache
 
 from nxc import __version__
 from nxc.syntax import ast
-from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
+from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
-from nxc.paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
-                    write_atomically)
+from nxc.cache import cache_dir, prune_due, prune_least_recent, seal, unseal, write_atomically
+from nxc.paths import bundled_dir, digest_of_files, grammar_file
 
 
 @dataclass
@@ -37,6 +37,22 @@ def search_path(include: list[str] | None = None) -> list[str]:
     dirs += [os.path.abspath(d) for d in env.split(os.pathsep) if d]
     dirs.append(bundled_dir())
     return dirs
+
+
+def import_refusal(name: str) -> str | None:
+    """Why `import "name"` is refused (None: it is not).
+
+    An import names a .nx module inside a search folder: an absolute path,
+    a path that climbs out with `..`, or another kind of file would let a
+    module read (and an error message quote) any file on the machine.
+    """
+    if os.path.isabs(name):
+        return f"import \"{name}\": an import is a path relative to the search folders, not an absolute path"
+    if os.path.normpath(name).split(os.sep)[0] == os.pardir:
+        return f"import \"{name}\": an import may not climb out of the search folders with '..'"
+    if not name.endswith(".nx"):
+        return f"import \"{name}\": an import names a .nx module"
+    return None
 
 
 def resolve_import(name: str, importer_dir: str, include: list[str] | None) -> tuple[str | None, list[str]]:
@@ -63,8 +79,8 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         src = SourceFile(path, "")
-        line = raw.count(b"\n", 0, exc.start) + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        before = source_lines(raw[:exc.start].decode("utf-8") + "|")   # the text up to the bad byte
+        line, col = len(before), len(before[-1])
         diags.error(Pos(src, line, col), f"file is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})")
         return None
     if text.startswith("\ufeff"):
@@ -75,9 +91,11 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
 # Parsed modules. A parsed module is never changed afterwards (the checker
 # keeps its results in side tables: nxc/check/program.py), so one AST object
 # serves every check of this process that imports the file. On disk (the
-# cache folder's parse/) each is a pickle: unpickling is ~8x faster than
-# parsing, so a warm `nxc test` or a fuzzer does not run the parser on
-# unchanged imports at all.
+# cache folder's parse/) each is a pickle, sealed (nxc/cache.py): it is only
+# unpickled once its seal shows that this user's nxc wrote it under this
+# very key, so a planted or swapped file is parsed again, never run.
+# Unpickling is ~8x faster than parsing, so a warm `nxc test` or a fuzzer
+# does not run the parser on unchanged imports at all.
 _PARSED: "OrderedDict[str, ast.Module]" = OrderedDict()
 _PARSED_MAX = 256
 USE_PARSE_CACHE = True     # the front-end benchmark turns it off
@@ -96,8 +114,8 @@ def _front_end_digest() -> str:
     """The grammar and the code that makes and shapes ASTs: a cached pickle
     is only as good as the classes and parser that made it."""
     from nxc import diagnostics
-    from nxc.syntax import lalr, lexer, parse, postlex
-    return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, lalr, lexer, parse, postlex)))
+    from nxc.syntax import depth, lalr, lexer, parse, postlex
+    return digest_of_files(grammar_file(), *(m.__file__ for m in (ast, diagnostics, depth, lalr, lexer, parse, postlex)))
 
 
 def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
@@ -113,10 +131,12 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
             os.utime(disk)                      # recently used: pruned last
         except OSError:
             blob = None
-        module = _unpickle_module(blob)
+        module = _unpickle_module(unseal(key, blob))    # None unless this user's nxc wrote it for this key
+        if module is not None and (module.source.path != src.path or module.source.text != src.text):
+            module = None                       # sealed, yet for another file: never use it
         if module is None:                      # not cached, or a damaged file
             module = parse_source(src, diags)  # raises on syntax errors: nothing cached
-            _store_on_disk(disk, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
+            _store_on_disk(disk, seal(key, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)))
     _PARSED[key] = module
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
@@ -168,20 +188,37 @@ def load_program(path: str, include: list[str] | None = None,
     order: list[ast.Module] = []
     chains: dict[str, list[Pos]] = {root_path: []}
 
-    def visit(real: str, chain: list[Pos], at: Pos | None) -> None:
-        if real in by_path:
-            return
-        src = read_source(real, diags, at)
-        if src is None:
-            return
-        before = len(diags.errors)
-        try:
-            module = _parse_cached(src, diags)
-        except CompileError:
-            _attach_chain(diags, before, chain)
-            return
-        by_path[real] = module
-        for imp in module.imports:
+    # Depth first, each module after its imports, with an explicit stack: a
+    # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
+    failed: set[str] = set()
+    stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
+    while stack:
+        frame = stack[-1]
+        real, chain, at, pending = frame
+        if pending is None:
+            if real in by_path or real in failed:
+                stack.pop()
+                continue
+            src = read_source(real, diags, at)
+            if src is None:
+                failed.add(real)
+                stack.pop()
+                continue
+            before = len(diags.errors)
+            try:
+                module = _parse_cached(src, diags)
+            except CompileError:
+                _attach_chain(diags, before, chain)
+                failed.add(real)
+                stack.pop()
+                continue
+            by_path[real] = module      # before its imports: a cycle back to it stops here
+            frame[3] = pending = iter(module.imports)
+        for imp in pending:
+            refusal = import_refusal(imp.path)
+            if refusal is not None:
+                _add_chain_notes(diags.error(imp.pos, refusal), chain)
+                continue
             found, tried = resolve_import(imp.path, os.path.dirname(real), include)
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
@@ -192,10 +229,13 @@ def load_program(path: str, include: list[str] | None = None,
                 continue
             if found not in chains:
                 chains[found] = chain + [imp.pos]
-            visit(found, chains[found], imp.pos)
-        order.append(module)        # after its imports: dependencies first
+            if found not in by_path and found not in failed:
+                stack.append([found, chains[found], imp.pos, None])
+                break
+        else:
+            order.append(by_path[real])    # after its imports: dependencies first
+            stack.pop()
 
-    visit(root_path, [], None)
     diags.raise_if_errors()
     return ModuleGraph(by_path[root_path], order, chains)
 

@@ -16,8 +16,10 @@ import re
 from functools import lru_cache
 
 from nxc.syntax import ast, hints, lalr, lexer
-from nxc.diagnostics import Diagnostics, Pos, SourceFile
-from nxc.paths import cache_dir, digest_of_files, grammar_file, write_atomically
+from nxc.diagnostics import Diagnostics, Pos, SourceFile, source_lines
+from nxc.cache import cache_dir, seal, unseal, write_atomically
+from nxc.paths import digest_of_files, grammar_file
+from nxc.syntax.depth import MAX_DEPTH, check_depth
 from nxc.syntax.lexer import LexError, NxLexer, Token, terminal_specs
 from nxc.syntax.postlex import StatementEnds
 
@@ -103,12 +105,15 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     lark_init = importlib.util.find_spec("lark").origin
     code = digest_of_files(lalr.__file__, lexer.__file__, lark_init)
     key = hashlib.sha256("\0".join((code, grammar, *postlex.always_accept)).encode()).hexdigest()[:24]
-    path = os.path.join(cache_dir(), "parse", f"grammar-{key}.pickle")
+    name = f"grammar-{key}.pickle"
+    path = os.path.join(cache_dir(), "parse", name)
     try:
         with open(path, "rb") as f:
-            terminals, table = pickle.load(f)
-        if isinstance(terminals, list) and isinstance(table, dict):
-            return terminals, table
+            blob = unseal(name, f.read())      # unpickled only if this user's nxc wrote it
+        if blob is not None:
+            terminals, table = pickle.loads(blob)
+            if isinstance(terminals, list) and isinstance(table, dict):
+                return terminals, table
     except Exception:  # noqa: BLE001 - missing or damaged: build it again
         pass
     # Lark reads the grammar and builds the LALR(1) table; it is not asked
@@ -116,7 +121,7 @@ def _grammar_tables(postlex: StatementEnds) -> tuple[list, dict]:
     from lark import Lark
     lark = Lark(grammar, parser="lalr", lexer="basic", postlex=postlex, start="module")
     result = (terminal_specs(lark), lalr.table_from_lark(lark, "module"))
-    write_atomically(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    write_atomically(path, seal(name, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)))
     return result
 
 
@@ -341,10 +346,10 @@ class _ToAst:
     def int_lit(self, meta, tok):
         value = parse_int_literal(tok.value)
         if value is None:
-            self.diags.error(self._p(tok), f"bad integer literal '{tok.value}'")
+            self.diags.error(self._p(tok), f"bad integer literal '{_shown(tok.value)}'")
             value = 0
         elif value >= 1 << 64:
-            self.diags.error(self._p(tok), f"integer literal '{tok.value}' does not fit in 64 bits")
+            self.diags.error(self._p(tok), f"integer literal '{_shown(tok.value)}' does not fit in 64 bits")
             value = 0
         return ast.IntLit(_new_pos(Pos, (self.src, tok.line, tok.column)), value, tok.value)
 
@@ -362,6 +367,11 @@ class _ToAst:
         return ast.SizeOf(self._p(meta), target)
 
 
+def _shown(text: str) -> str:
+    """A literal as an error message quotes it: a 5,000-digit one is cut."""
+    return text if len(text) <= 40 else f"{text[:20]}...{text[-8:]} ({len(text)} characters)"
+
+
 _INT_FORMS = (
     (re.compile(r"0[xX]([0-9A-Fa-f]+)\Z"), 16),
     (re.compile(r"0[bB]([01]+)\Z"), 2),
@@ -369,13 +379,23 @@ _INT_FORMS = (
 )
 
 
+# Past this many significant digits a literal is out of range anyway (2^64
+# has 20 decimal digits); Python refuses to convert more than 4,300 decimal
+# digits (a ValueError), so longer ones are never converted.
+_TOO_BIG = 1 << 64
+
+
 def parse_int_literal(text: str) -> int | None:
     if text.isdigit() and text.isascii():      # the common case, without a regex
-        return int(text)
+        if len(text) <= 20:
+            return int(text)
+        digits = text.lstrip("0")
+        return int(digits or "0") if len(digits) <= 20 else _TOO_BIG
     for pattern, base in _INT_FORMS:
         m = pattern.match(text)
         if m:
-            return int(m.group(1), base)
+            digits = m.group(1).lstrip("0")
+            return int(digits or "0", base) if len(digits) <= 70 else _TOO_BIG
     return None
 
 
@@ -385,7 +405,7 @@ _HEADER_LINE = re.compile(r"//\s*([a-z][a-z0-9_]*):\s+(\S.*?)\s*$")
 def read_header(text: str) -> dict[str, str]:
     """`key: value` lines of the leading // comment block (module metadata)."""
     meta: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in source_lines(text):
         line = line.strip()
         if not line.startswith("//"):
             break
@@ -409,6 +429,10 @@ def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     finally:
         to_ast.src = to_ast.diags = None
     diags.raise_if_errors()
+    # Before any recursive pass sees the tree. Each level of the tree takes
+    # at least one character of source, so a short file cannot be too deep.
+    if len(src.text) > MAX_DEPTH:
+        check_depth(items, diags)
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 
 
@@ -435,7 +459,7 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
                 f"'{opener.value}' is never closed: expected '{close}' before the end of the file", [])
     expected = sorted({_word_for(t) for t in exc.expected if not t.startswith("__")})
     if at_end:
-        lines = src.text.splitlines() or [""]
+        lines = source_lines(src.text) or [""]
         pos = Pos(src, len(lines), len(lines[-1]) + 1)
         found = "the end of the file"
     else:

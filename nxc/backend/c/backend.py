@@ -179,12 +179,15 @@ class CLoaded(base.Loaded):
     def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:
             raise NxRuntimeError("runtime error: read through a null pointer")
+        if isinstance(t, BoolType):     # the byte: any nonzero byte is true (docs/language.md)
+            if self.checked:
+                self._probe(address, 1, 1, f"{what or 'read'} ({t})")
+            return self.ffi.cast("uint8_t *", address)[0] != 0
         ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
         if self.checked:
             size = self.ffi.sizeof(ct)
             self._probe(address, size, size, f"{what or 'read'} ({t})")
-        value = self.ffi.cast(ct + " *", address)[0]
-        return bool(value) if isinstance(t, BoolType) else int(value)
+        return int(self.ffi.cast(ct + " *", address)[0])
 
     def read_array(self, address: int, count: int, dtype):
         import numpy as np      # the API's dependency; gate runs never pay for its import

@@ -19,6 +19,7 @@ same module never leave a half-written file behind.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import importlib.machinery
@@ -37,12 +38,16 @@ import cffi
 
 from nxc import __version__
 from nxc.backend.c.emit import GATE_CDEF, EmittedC
-from nxc.paths import cache_dir, prune_due, prune_least_recent, runtime_dir, write_atomically
+from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, stamp, stamped,
+                       write_atomically)
+from nxc.diagnostics import ToolError
+from nxc.paths import runtime_dir
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
-# float32 rounding. Never -ffast-math.
-BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off",
+# float32 rounding. Never -ffast-math. -DNX_FLAGS_CHECKED: says the three are
+# given (the generated C refuses to compile without it).
+BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off", "-DNX_FLAGS_CHECKED",
               "-fPIC", "-shared", "-fvisibility=hidden"]
 OPT_LEVELS = {
     "0": ["-O0"],
@@ -64,19 +69,39 @@ class Built:
     abi_cdef: str | None = None     # ABI mode: the declarations to dlopen with
 
 
-def compiler() -> str:
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "cc"
+class NoCompiler(ToolError):
+    """No C compiler where CC (or PATH) says: one line for the user, no traceback."""
+
+
+def compiler() -> list[str]:
+    """The C compiler's command: CC split like a shell would (`CC="gcc -g"`
+    works), else `cc` or `gcc` from PATH. Raises NoCompiler."""
+    env = os.environ.get("CC", "").strip()
+    if env:
+        try:
+            cmd = shlex.split(env)
+        except ValueError as exc:
+            raise NoCompiler(f"cannot read CC={env!r}: {exc}") from None
+        if shutil.which(cmd[0]) is None:
+            raise NoCompiler(f"no C compiler: CC={env!r} names '{cmd[0]}', which is not an executable "
+                             "(found neither as a path nor on PATH)")
+        return cmd
+    found = shutil.which("cc") or shutil.which("gcc")
+    if found is None:
+        raise NoCompiler("no C compiler: neither 'cc' nor 'gcc' is on PATH (install one, or set CC)")
+    return [found]
 
 
 @lru_cache(maxsize=None)
-def compiler_identity(cc: str) -> str:
-    """The compiler's `--version` line, part of every cache key.
+def compiler_identity(cc: tuple[str, ...]) -> str:
+    """The compiler's `--version` line and its arguments, part of every cache key.
 
     Asking the compiler costs a process start (several ms), which would be
     most of a warm run's cost: the answer is remembered in the cache folder,
     keyed by the compiler executable's path, size and modification time.
     """
-    exe = shutil.which(cc) or cc
+    exe = shutil.which(cc[0]) or cc[0]
+    args = shlex.join(cc[1:])
     try:
         st = os.stat(os.path.realpath(exe))
         stamp = f"{os.path.realpath(exe)}|{st.st_size}|{st.st_mtime_ns}"
@@ -88,17 +113,17 @@ def compiler_identity(cc: str) -> str:
         memo = os.path.join(cache_dir(), "c", f"cc-{digest}.txt")
         try:
             with open(memo, encoding="utf-8") as f:
-                return f.read()
+                return f.read() + "|" + args
         except OSError:
             pass
     try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-        ident = out.stdout.splitlines()[0] if out.stdout else cc
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        ident = out.stdout.splitlines()[0] if out.stdout else exe
     except (OSError, subprocess.SubprocessError):
-        return cc
+        return exe + "|" + args
     if memo is not None:
         write_atomically(memo, ident.encode("utf-8"))
-    return ident
+    return ident + "|" + args
 
 
 def flags_for(opt: str) -> list[str]:
@@ -111,11 +136,11 @@ def flags_for(opt: str) -> list[str]:
 
 def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
     h = hashlib.sha256()
-    for part in (__version__, cffi.__version__, compiler_identity(compiler()), mode,
+    for part in (__version__, cffi.__version__, compiler_identity(tuple(compiler())), mode,
                  "checked" if emitted.checked else "unchecked",
                  " ".join(flags_for(opt)), importlib.machinery.EXTENSION_SUFFIXES[0],
                  _runtime_header_text(), emitted.cdef, emitted.text):
-        h.update(part.encode())
+        h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()[:24]
 
@@ -136,26 +161,44 @@ def warm_up() -> None:
     """Read the runtime header and identify the compiler now (both cached for
     the process): the runner calls this before forking its workers."""
     _runtime_header_text()
-    compiler_identity(compiler())
+    compiler_identity(tuple(compiler()))
 
 
 def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool = False) -> Built:
-    """Compile (or find in the cache) `emitted`; abi=True for gate runs only."""
-    global _build_count
+    """Compile (or find in the cache) `emitted`; abi=True for gate runs only.
+
+    A cached build is used only when its sidecar (nxc/cache.py) shows it is
+    exactly the file this key built; anything else is removed and rebuilt.
+    A cache folder that cannot be written degrades to a temporary one.
+    """
     start = time.perf_counter()
     key = cache_key(emitted, opt, "abi" if abi else "api")
     name = f"_nx_{key}"
-    folder = os.path.join(cache_dir(), "c")
-    os.makedirs(folder, exist_ok=True)
     suffix = ".so" if abi else importlib.machinery.EXTENSION_SUFFIXES[0]
-    target = os.path.join(folder, name + suffix)
     abi_cdef = "\n".join(GATE_CDEF) if abi else None
+    target = os.path.join(cache_dir(), "c", name + suffix)
     if use_cache and os.path.exists(target):
-        try:
-            os.utime(target)                # recently used: pruned last
-        except OSError:
-            pass
-        return Built(target, name, True, time.perf_counter() - start, abi_cdef)
+        if stamped(target):
+            try:
+                os.utime(target)                # recently used: pruned last
+            except OSError:
+                pass
+            return Built(target, name, True, time.perf_counter() - start, abi_cdef)
+        discard(target)                         # truncated, swapped or planted: never loaded
+    try:
+        target = _compile(emitted, opt, abi, name, suffix)
+    except OSError as exc:                     # read-only or full cache folder
+        degrade_after(exc)
+        target = _compile(emitted, opt, abi, name, suffix)
+    return Built(target, name, False, time.perf_counter() - start, abi_cdef)
+
+
+def _compile(emitted: EmittedC, opt: str, abi: bool, name: str, suffix: str) -> str:
+    global _build_count
+    folder = os.path.join(cache_dir(), "c")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    target = os.path.join(folder, name + suffix)
+    cc = compiler()
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
         c_file = os.path.join(tmp, name + ".c")
         if abi:
@@ -169,16 +212,24 @@ def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool =
                 ffi.emit_c_code(c_file)
         out_tmp = os.path.join(tmp, os.path.basename(target))
         includes = ["-I", runtime_dir()] + ([] if abi else ["-I", sysconfig.get_paths()["include"]])
-        cmd = [compiler(), *flags_for(opt), *includes, c_file, "-o", out_tmp, "-lm"]
+        cmd = [*cc, *flags_for(opt), *includes, c_file, "-o", out_tmp, "-lm"]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
+            if _out_of_space(proc.stderr):
+                raise OSError(errno.ENOSPC, "no space left on device")
             raise BuildError("the C compiler failed on code generated by nxc (this is a bug in nxc):\n"
                              + shlex.join(cmd) + "\n" + proc.stderr[-4000:])
         os.replace(out_tmp, target)     # atomic: readers see all or nothing
+    stamp(target)
     _build_count += 1
     if prune_due(_build_count):
         prune_least_recent(folder, MAX_BUILDS, lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
-    return Built(target, name, False, time.perf_counter() - start, abi_cdef)
+    return target
+
+
+def _out_of_space(stderr: str) -> bool:
+    """The compiler (or its assembler, linker) could not write its output."""
+    return "No space left on device" in stderr or "Read-only file system" in stderr
 
 
 _loaded: dict[str, object] = {}
@@ -196,23 +247,38 @@ def _abi_ffi(cdef: str):
         return ffi
     digest = hashlib.sha256((cffi.__version__ + cdef).encode()).hexdigest()[:16]
     name = f"_nx_ffi_{digest}"
-    folder = os.path.join(cache_dir(), "c")
-    os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, name + ".py")
-    if not os.path.exists(path):
-        gen = cffi.FFI()
-        gen.cdef(cdef)
-        gen.set_source(name, None)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ffi-", suffix=".py")
-        os.close(fd)
-        with contextlib.redirect_stdout(io.StringIO()):
-            gen.emit_python_code(tmp)
-        os.replace(tmp, path)
+    path = os.path.join(cache_dir(), "c", name + ".py")
+    if not stamped(path):                       # missing, truncated or not ours: generate it
+        try:
+            path = _write_ffi_module(name, cdef)
+        except OSError as exc:
+            degrade_after(exc)
+            path = _write_ffi_module(name, cdef)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     _abi_ffis[cdef] = ffi = module.ffi
     return ffi
+
+
+def _write_ffi_module(name: str, cdef: str) -> str:
+    folder = os.path.join(cache_dir(), "c")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    path = os.path.join(folder, name + ".py")
+    gen = cffi.FFI()
+    gen.cdef(cdef)
+    gen.set_source(name, None)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".ffi-", suffix=".py")
+    os.close(fd)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            gen.emit_python_code(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    stamp(path)
+    return path
 
 
 _abi_ffis: dict[str, object] = {}

@@ -30,6 +30,8 @@ from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_n
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
 from nxc.lower.plan import plan_program
 from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase, strip_outer_parens
+from nxc.deep import deep
+from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
@@ -149,6 +151,9 @@ class FunctionEmitter(FunctionEmitterBase):
         self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
         self.sites = sites
         self.last_line = None
+        # Memory places used as places (assigned to, address taken), not
+        # loaded: a bool there is not read through nx_load_bool.
+        self.places: set[int] = set()
 
     # ---- output helpers ----
     def emit(self, text: str, line: int | None = None) -> None:
@@ -207,6 +212,7 @@ class FunctionEmitter(FunctionEmitterBase):
                 tmp = self.temp(self.ty(value) if self.ty(value) is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
+            self.places.add(id(target))
             self.emit(f"{self.place(target, 'write')} = {v};")
             return
         op = s.op[:-1]
@@ -289,6 +295,9 @@ class FunctionEmitter(FunctionEmitterBase):
             text = c_int_literal(self.const(e), self.ty(e))
         else:
             text = self.visit(e)
+            if (self.ty(e).__class__ is BoolType and e.__class__ in _MEMORY_PLACES and id(e) not in self.places
+                    and (e.__class__ is not ast.Unary or e.op == "*")):
+                text = f"nx_load_bool(&({text}))"
         slot = self.capture_slot.get(e)
         return text if slot is None else self.captured(e, slot, text)
 
@@ -323,6 +332,8 @@ class FunctionEmitter(FunctionEmitterBase):
         return func_c_name(sym)
 
     def visit_Unary(self, e: ast.Unary) -> str:
+        if e.op == "&":
+            self.places.add(id(e.operand))      # its address is taken, not its value
         if self.checked and e.op in ("*", "&"):
             if e.op == "*":
                 return self.checked_place(e, "read")
@@ -547,12 +558,17 @@ def _access_type_name(t: Type) -> str:
     return str(t)
 
 
+# Expressions that read memory: a bool read there goes through
+# nx_load_bool (module.c.j2), as a byte, since a _Bool holding 2 is undefined.
+_MEMORY_PLACES = frozenset({ast.Index, ast.FieldAccess, ast.Unary})
+
+
 def _is_stable_place(e: ast.Expr) -> bool:
     return isinstance(e, ast.Name)
 
 
 def _c_string(s: str) -> str:
-    return s.replace("\\", "\\\\").replace('"', '\\"')
+    return c_string_body(s)         # a path may hold quotes, newlines, `??/`, any byte
 
 
 
@@ -575,6 +591,7 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
 FAULT_INFO_WORDS = 10
 
 
+@deep    # deeply nested programs recurse deeply (nxc/deep.py)
 def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit).
@@ -626,7 +643,7 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
                         "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
     root = program.graph.root.source.path
     text = template("module.c.j2").render(
-        version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
+        version=__version__, root=comment_text(os.path.basename(root)), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
         site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),

@@ -217,7 +217,7 @@ class PyLoaded(base.Loaded):
         if address % size:
             raise NxRuntimeError(f"runtime error: misaligned read of {type_key(t)} at 0x{address:x}")
         value = rt.views[fmt][address // size]
-        return bool(value) if fmt == "?" else int(value)
+        return value != 0 if type_key(t) == "bool" else int(value)     # any nonzero byte is true
 
     def read_array(self, address: int, count: int, dtype):
         import numpy as np

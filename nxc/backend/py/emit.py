@@ -48,6 +48,8 @@ from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase
 from nxc.backend.py.arith import ArithEmitter
 from nxc.backend.py.memory import MemoryEmitter
 from nxc.backend.py.values import M64, literal, py_int, simple, strip, type_key, wrap_text  # noqa: F401 - type_key: py/backend.py imports it from here
+from nxc.deep import deep
+from nxc.backend.escape import comment_text
 from nxc.backend.skeleton import template
 from nxc.check.types import BoolType, IntType, PointerType
 
@@ -126,7 +128,7 @@ class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
         name = self.m.func_names[self.fn.decl.name]
         pos = self.fn.decl.pos
         head_site = _where(pos)
-        out = [(f"def {name}({params}):  # {pos.file.display}:{pos.line}", head_site)]
+        out = [(f"def {name}({params}):  # {comment_text(pos.file.display)}:{pos.line}", head_site)]
         if self.globals_assigned:
             out.append(("    global " + ", ".join(sorted(self.globals_assigned)), head_site))
         last = None
@@ -411,6 +413,7 @@ class ModuleEmitter:
 
 
 
+@deep    # deeply nested programs recurse deeply (nxc/deep.py)
 def emit_py(program: Program) -> EmittedPy:
     m = ModuleEmitter(program)
     rendered = []
@@ -433,7 +436,7 @@ def emit_py(program: Program) -> EmittedPy:
     sites_text = "(\n" + "".join(f"    {s!r},\n" for s in m.sites) + ")"
     files_text = "(\n" + "".join(f"    {f!r},\n" for f in m.files) + ")"
     marker = "#@@NX_FUNCTIONS@@"
-    head = template("module.py.j2").render(version=__version__, root=os.path.basename(root), externs=externs,
+    head = template("module.py.j2").render(version=__version__, root=comment_text(os.path.basename(root)), externs=externs,
                               globals=globals_, sites=sites_text, files=files_text, functions=marker,
                               entry=m.func_names["main"] if program.entry is not None else None)
     before, after = head.split(marker)
@@ -448,6 +451,6 @@ def emit_py(program: Program) -> EmittedPy:
                 line_pos[first + len(body)] = site
             body.append(text)
     text = before + "\n".join(body) + after
-    filename = f"<nxc-py {root}>"
+    filename = f"<nxc-py {comment_text(root)}>"
     return EmittedPy(text, filename, m.sites, m.files, line_pos, dict(m.func_names), list(program.functions),
                      m.func_names["main"] if program.entry is not None else None, m.captures)

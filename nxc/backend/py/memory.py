@@ -8,7 +8,7 @@ A mixin of the Python FunctionEmitter (emit.py), which provides `ex`,
 from __future__ import annotations
 
 from nxc.syntax import ast
-from nxc.check.types import IntType, Type
+from nxc.check.types import BoolType, IntType, Type
 from nxc.backend.py.values import M64, py_int, size_of, strip, type_key, view_for, wrap_text
 
 
@@ -55,6 +55,8 @@ class MemoryEmitter:
     def load_at(self, addr: str, t: Type, pos, fixed: bool = False) -> str:
         view, shift = view_for(t)
         var, check, idx, size, site = self.access(addr, t, pos, "r", shift, fixed)
+        if isinstance(t, BoolType):     # a byte holding 2 (written as u8) reads as true
+            return f"(({view}[{idx}] if {check} & {size} else _ld({var}, {site})) != 0)"
         return f"({view}[{idx}] if {check} & {size} else _ld({var}, {site}))"
 
     def access(self, addr: str, t: Type, pos, mode: str, shift: int, fixed: bool):

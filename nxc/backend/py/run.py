@@ -22,7 +22,8 @@ import re
 import sys
 from functools import lru_cache
 
-from nxc.diagnostics import display_path
+from nxc.deep import deep
+from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, display_path
 from nxc.paths import digest_of_files, runtime_dir
 
 RECURSION_LIMIT = 200_000
@@ -57,8 +58,47 @@ def NxRuntimeError():
     return runtime_modules()[1].NxRuntimeError
 
 
+@deep       # CPython's compiler recurses over the generated code
 def compile_py(emitted):
-    return compile(emitted.text, emitted.filename, "exec")
+    """The code object of the generated module; a program nested deeper than
+    CPython's parser allows is a located CompileError (see python_limit)."""
+    try:
+        return compile(emitted.text, emitted.filename, "exec")
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        error = python_limit(emitted, exc)
+        if error is None:
+            raise                       # not a nesting limit: a bug in the emitter
+        raise error from None
+
+
+# CPython's own limits on source text (its tokenizer and compiler): the
+# generated Python cannot nest deeper, whatever the stack (the C backend can).
+_PY_LIMITS = ("too many nested parentheses", "too many levels of indentation",
+              "too many statically nested blocks", "maximum recursion depth", "too complex")
+
+
+def python_limit(emitted, exc: BaseException):
+    """A CompileError at the .nx statement whose generated Python hit one of
+    CPython's nesting limits, or None if `exc` is not that."""
+    text = str(getattr(exc, "msg", None) or exc)
+    if not isinstance(exc, MemoryError) and not any(s in text for s in _PY_LIMITS):
+        return None
+    lineno = getattr(exc, "lineno", None) or 0
+    before = [n for n in emitted.line_pos if n <= lineno]
+    site = emitted.line_pos[max(before)] if before else next(iter(emitted.line_pos.values()), None)
+    pos = None
+    if site is not None:
+        path, line, col = site
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                src = SourceFile(path, f.read())
+        except OSError:
+            src = SourceFile(path, "")
+        pos = Pos(src, line, col)
+    diags = Diagnostics()
+    diags.error(pos, f"nested too deeply for the Python backend ({text}: CPython allows 200 nested "
+                     "parentheses, 100 levels of indentation, 20 nested loops); the C backend runs it")
+    return CompileError(diags.errors)
 
 
 def execute_module(emitted, code=None) -> dict:

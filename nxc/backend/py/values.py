@@ -27,7 +27,7 @@ def view_for(t: Type, canonical: bool = True) -> tuple[str, int]:
     if isinstance(t, PointerType):
         return "_VQ", 3
     if isinstance(t, BoolType):
-        return "_Vz", 0
+        return "_VB", 0         # the byte; a load reads any nonzero byte as true
     return _VIEW[(t.bits, t.signed and canonical)]
 
 

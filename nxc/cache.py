@@ -1,0 +1,282 @@
+"""The cache folder, and why what is read back from it can be trusted.
+
+Everything nxc caches (built modules, parsed modules, the grammar's table)
+lives in one folder per user (NXC_CACHE_DIR, else XDG_CACHE_HOME/nxc, else
+~/.cache/nxc). What is read back from it is loaded as code (a shared library,
+a pickle), so (see docs/build.md):
+- the folder is created private (0700) and refused when another user owns it
+  or others may write to it;
+- every entry is sealed with an HMAC under a secret key kept in the folder
+  (readable by its user only) and bound to the entry's name: a damaged,
+  truncated, planted or swapped entry fails the check and is rebuilt, never
+  loaded;
+- a folder that cannot be used (refused, read-only, full, not a folder)
+  costs speed only: nxc says so once and caches in a temporary folder,
+  removed at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import hashlib
+import hmac
+import os
+import shutil
+import stat
+import sys
+import tempfile
+
+_KEY_FILE = "secret-key"
+_MAC_SIZE = 32
+SIDECAR = ".sum"          # next to a built module: the seal of its SHA-256
+
+
+def configured_dir() -> str:
+    """NXC_CACHE_DIR, else the user's cache folder (XDG_CACHE_HOME)."""
+    env = os.environ.get("NXC_CACHE_DIR")
+    if env:
+        return os.path.abspath(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "nxc")
+
+
+# configured folder -> the folder actually used (itself, or a temporary one)
+_usable: dict[str, str] = {}
+_fallback: str | None = None
+
+
+def cache_dir() -> str:
+    """The cache folder to use: the configured one once it passed the checks."""
+    wanted = configured_dir()
+    got = _usable.get(wanted)
+    if got is None:
+        problem = _refusal(wanted)
+        got = wanted if problem is None else degrade(f"cache folder '{wanted}' {problem}")
+        _usable[wanted] = got
+    return got
+
+
+def _refusal(folder: str) -> str | None:
+    """Why `folder` cannot be the cache (None: it can), creating it if missing."""
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        st = os.stat(folder)
+    except OSError as exc:
+        return f"cannot be created ({exc.strerror or exc})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return "belongs to another user"
+    if st.st_mode & 0o022:
+        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if st.st_mode & 0o077:
+        try:
+            os.chmod(folder, 0o700)        # ours but readable by others (older nxc): make it private
+        except OSError:
+            pass
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "is not writable"
+    return None
+
+
+def degrade(reason: str) -> str:
+    """Cache in a temporary folder from now on (one warning per process)."""
+    global _fallback
+    if _fallback is None:
+        _fallback = tempfile.mkdtemp(prefix="nxc-cache-")       # 0700
+        owner = os.getpid()
+        atexit.register(lambda: os.getpid() == owner and shutil.rmtree(_fallback, ignore_errors=True))
+        print(f"nxc: warning: {reason}; caching in a temporary folder for this run", file=sys.stderr)
+    _usable[configured_dir()] = _fallback
+    return _fallback
+
+
+def degrade_after(exc: OSError) -> str:
+    """A write into the cache failed (read-only, full): degrade, saying why."""
+    return degrade(f"cannot write to the cache folder '{configured_dir()}' ({exc.strerror or exc})")
+
+
+# ---- sealing ----
+
+_keys: dict[str, bytes] = {}
+
+
+def _secret() -> bytes:
+    """The per-user key of the cache folder, made on first use (0600)."""
+    folder = cache_dir()
+    key = _keys.get(folder)
+    if key is not None:
+        return key
+    path = os.path.join(folder, _KEY_FILE)
+    try:
+        with open(path, "rb") as f:
+            key = f.read()
+    except OSError:
+        key = b""
+    if len(key) != 32:
+        fresh = os.urandom(32)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".key-")
+            with os.fdopen(fd, "wb") as f:
+                f.write(fresh)
+            try:
+                os.link(tmp, path)        # first writer wins; others read its key
+            except FileExistsError:
+                if len(key) != 32:
+                    with open(path, "rb") as f:
+                        key = f.read()
+                if len(key) != 32:        # a damaged key file: replace it (old entries are rebuilt)
+                    os.replace(tmp, path)
+                    tmp = None
+                    key = fresh
+            else:
+                key = fresh
+            finally:
+                if tmp is not None:
+                    os.unlink(tmp)
+        except OSError:
+            key = fresh                    # unwritable: entries last for this process only
+    _keys[folder] = key
+    return key
+
+
+def _mac(name: str, payload: bytes) -> bytes:
+    return hmac.new(_secret(), name.encode("utf-8", "surrogateescape") + b"\0" + payload, hashlib.sha256).digest()
+
+
+def seal(name: str, payload: bytes) -> bytes:
+    """`payload` with a MAC that binds it to the entry `name`."""
+    return _mac(name, payload) + payload
+
+
+def unseal(name: str, data: bytes | None) -> bytes | None:
+    """The payload of a sealed entry, or None when it is not a good seal for `name`."""
+    if data is None or len(data) < _MAC_SIZE:
+        return None
+    payload = data[_MAC_SIZE:]
+    return payload if hmac.compare_digest(data[:_MAC_SIZE], _mac(name, payload)) else None
+
+
+def file_digest(path: str) -> bytes:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.digest()
+
+
+def stamp(path: str) -> None:
+    """Record what `path` (a built artefact) holds, in its sidecar."""
+    write_atomically(path + SIDECAR, seal(os.path.basename(path), file_digest(path)))
+
+
+def stamped(path: str) -> bool:
+    """Whether `path` is exactly what nxc built under that name."""
+    try:
+        with open(path + SIDECAR, "rb") as f:
+            recorded = unseal(os.path.basename(path), f.read())
+        return recorded is not None and hmac.compare_digest(recorded, file_digest(path))
+    except OSError:
+        return False
+
+
+def discard(path: str) -> None:
+    """Remove a bad entry and its sidecar."""
+    for p in (path, path + SIDECAR):
+        try:
+            os.remove(p)
+        except OSError:
+            pass
+
+
+# ---- the folder's parts ----
+
+# The cache folder's parts: what each holds (see docs/build.md).
+CACHE_PARTS = {
+    "c": "built modules",
+    "parse": "parsed modules and the grammar's parse table",
+    "results": "passing gate results (nxc test: PASS (cached))",
+    "state": "last-failed items per project (nxc test --lf / --ff)",
+}
+
+
+def cache_info() -> dict:
+    """{"path": folder, "parts": {name: (files, bytes)}} of the cache folder."""
+    parts = {}
+    for name in CACHE_PARTS:
+        folder = os.path.join(cache_dir(), name)
+        files = [os.path.join(folder, f) for f in os.listdir(folder)] if os.path.isdir(folder) else []
+        files = [f for f in files if os.path.isfile(f)]
+        parts[name] = (len(files), sum(os.path.getsize(f) for f in files))
+    return {"path": cache_dir(), "parts": parts}
+
+
+def cache_clear() -> dict:
+    """Empty every part of the cache folder; returns what was there."""
+    info = cache_info()
+    for name in CACHE_PARTS:
+        shutil.rmtree(os.path.join(cache_dir(), name), ignore_errors=True)
+    return info
+
+
+PRUNE_EVERY = 256      # writes between two looks at a cache part's size
+
+
+def prune_due(writes: int) -> bool:
+    """Whether a cache part should be checked after its `writes`-th write in
+    this process: the first, then every PRUNE_EVERY (a look is one directory
+    scan, a few milliseconds)."""
+    return (writes - 1) % PRUNE_EVERY == 0
+
+
+def prune_least_recent(folder: str, keep: int, is_entry) -> int:
+    """Past `keep` entries (files whose name passes `is_entry`), remove the
+    least recently used, down to three quarters of `keep`; returns how many.
+
+    "Used" is the modification time: readers touch an entry on a hit.
+    Removing a file another process has open or mapped is harmless on POSIX.
+    An entry's sidecar goes with it.
+    """
+    try:
+        entries = [(e.stat().st_mtime, e.path) for e in os.scandir(folder) if is_entry(e.name)]
+    except OSError:
+        return 0
+    if len(entries) <= keep:
+        return 0
+    entries.sort()
+    removed = 0
+    for _, path in entries[:len(entries) - keep * 3 // 4]:
+        try:
+            os.remove(path)
+            removed += 1
+        except OSError:
+            pass
+        try:
+            os.remove(path + SIDECAR)
+        except OSError:
+            pass
+    return removed
+
+
+def write_atomically(path: str, data: bytes) -> bool:
+    """Write a cache file so that readers see all of it or none of it.
+
+    Several processes share the cache (pytest-xdist, `nxc test -j`); a
+    failure to write (read-only or full cache) only costs speed, so it is
+    not raised, and leaves no temporary file behind. Returns whether it wrote.
+    """
+    folder = os.path.dirname(path)
+    tmp = None
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return False

@@ -1,0 +1,88 @@
+"""issue 15 (4) and (10): file and folder names never change generated code.
+
+A folder or file name holding quotes, newlines, `*/`, `??/`, `#line` or
+bytes that are not UTF-8 must compile and run as any other, on both
+backends, and nothing in it may run.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nxc.backend.c.emit import emit_c
+from nxc.backend.py.emit import emit_py
+from nxc.check.frontend import check_file
+from nxc.diagnostics import Diagnostics
+from nxc.gates.run import execute
+
+GATE = """\
+import "lib.nx"
+func main() -> i64 {
+    if twice(21) != 42 { return 1 }
+    return 0
+}
+"""
+LIB = "func twice(x: i64) -> i64 { return x * 2 }\n"
+
+
+def _hostile_names() -> list[str]:
+    """Folder paths that each tried to break out of a comment, string or #line
+    (a `/` splits them into folders; the path as a whole holds the text)."""
+    py = '__import__("os").system("touch $NX_MARK")'
+    c_ctor = f'__attribute__((constructor)) static void nx_evil(void) {{ __builtin_trap(); }}'
+    return [
+        f'q"uo\'te\n{py}\n# x',                               # the Python comment split (before: ran)
+        f'tri??/\n{c_ctor}\n',                                # ??/ + newline closed the #line string
+        f'com*/ {c_ctor} /*ment',                             # closes a C comment
+        f'back\\\n{py}',                                      # backslash line continuation
+        f'#line 1 "evil.c"\n{py}\r{py}\u2028x',
+    ]
+
+
+@pytest.mark.parametrize("index", range(5))
+def test_hostile_folder_names_run_and_pass_on_both_backends(tmp_path, monkeypatch, index):
+    marker = str(tmp_path / "PWNED")
+    monkeypatch.setenv("NX_MARK", marker)
+    folder = tmp_path / _hostile_names()[index]
+    folder.mkdir(parents=True)            # a `/` in a name above is a folder boundary
+    (folder / "lib.nx").write_text(LIB)
+    gate = folder / 'g"*\n??=.nx'
+    gate.write_text(GATE)
+    program = check_file(str(gate), diags=Diagnostics())
+    c_text, py_text = emit_c(program).text, emit_py(program).text
+    for text in (c_text, py_text):
+        # the name's text is only ever inside a string or comment, escaped
+        for line in text.splitlines():
+            assert not line.lstrip().startswith(("__import__", "__attribute__((constructor))", "#line 1 \"evil")), line
+    for backend in ("c", "py"):
+        [outcome] = execute(program, backend, opt="0", use_cache=False, timeout=60)
+        assert outcome.status == "PASS", (backend, outcome.status, outcome.message)
+    assert not os.path.exists(marker)
+
+
+def test_hostile_name_failure_is_still_located(tmp_path):
+    folder = tmp_path / 'a\n"b'
+    folder.mkdir()
+    gate = folder / "g.nx"
+    gate.write_text("func main() -> i64 {\n    let p: *i64 = 0 as *i64\n    return p[0]\n}\n")
+    program = check_file(str(gate), diags=Diagnostics())
+    for backend in ("c", "py"):
+        [outcome] = execute(program, backend, timeout=60)
+        assert outcome.status in ("RUNTIME-ERROR", "CRASH"), (backend, outcome.status)
+        if outcome.status == "RUNTIME-ERROR":
+            assert ":3:" in outcome.message
+
+
+@pytest.mark.parametrize("command", [["run"], ["run", "--backend", "py"], ["check"], ["emit-c"], ["emit-py"],
+                                     ["test", "-q"]])
+def test_non_utf8_file_name(tmp_path, command):
+    # Before: UnicodeEncodeError tracebacks from the cache key and compile().
+    name = os.fsdecode(b"\xff\xfe-gate.nx")
+    path = tmp_path / name
+    path.write_text("func main() -> i64 {\n    return 0\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "nxc", *command, str(path)], capture_output=True, cwd=tmp_path)
+    assert b"Traceback" not in proc.stderr + proc.stdout, (proc.stdout + proc.stderr).decode(errors="replace")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")
