@@ -23,7 +23,10 @@ class CBackend(base.Backend):
         return emit_c(program)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
-        return c_build.build(emitted, opt=opt, use_cache=use_cache, abi=purpose == "gate")
+        # Nothing exported that nobody calls: a gate needs its entry points
+        # only, the Python API the root module's functions (nxc/api.py).
+        selected = emitted.only(() if purpose == "gate" else emitted.root_exports)
+        return c_build.build(selected, opt=opt, use_cache=use_cache, abi=purpose == "gate")
 
     def load(self, program, emitted, built) -> "CLoaded":
         return CLoaded(program, emitted, built)

@@ -92,13 +92,30 @@ class Site:
 
 @dataclass
 class EmittedC:
-    text: str
+    text: str               # core + every function's API wrapper (what emit_c's callers compile)
     cdef: str               # declarations of the exported entry points, for cffi
     sites: list[Site]       # index -> position, for trap messages
     exports: list[Function] = field(default_factory=list)
     # gate return site -> the guard operands whose values the gate records
     captures: dict[int, list[CapturedOperand]] = field(default_factory=dict)
     capture_slots: int = CAPTURE_SLOTS
+    # The program without any nxw_ wrapper (gate entry points only), and each
+    # function's wrapper: a wrapper makes its function and all it calls
+    # reachable, so gcc compiles the whole import closure again for every
+    # importer; `only` keeps the ones a build needs.
+    core: str = ""
+    wrappers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (C text, cdef line)
+    root_exports: tuple[str, ...] = ()      # the root module's functions: what nxc.load exposes
+
+    def only(self, names) -> "EmittedC":
+        """This program with the wrappers of `names` only (() for a gate build)."""
+        names = [n for n in names if n in self.wrappers]
+        text = self.core + "".join(self.wrappers[n][0] for n in names)
+        cdef = "\n".join([*GATE_CDEF, *(self.wrappers[n][1] for n in names)]) + "\n"
+        keep = set(names)
+        return EmittedC(text, cdef, self.sites, [f for f in self.exports if f.decl.name in keep],
+                        self.captures, self.capture_slots, self.core,
+                        {n: self.wrappers[n] for n in names}, self.root_exports)
 
     def captured(self, site: int, mask: int, raw) -> list[tuple[str, object]]:
         """(text, value) of the guard operands recorded before gate return `site`."""
@@ -492,16 +509,18 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                         "returns": fn.ret is not VOID,
                         "ret_abi": c_abi_type(fn.ret)})
     root = program.graph.root.source.path
-    text = template("module.c.j2").render(
+    core = template("module.c.j2").render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
-        functions=functions, exports=exports, has_entry=program.entry is not None,
+        functions=functions, has_entry=program.entry is not None,
         site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
-    cdef = list(GATE_CDEF)
-    for x in exports:
-        cdef.append(f"int nxw_{x['name']}({x['params']});")
-    return EmittedC(text, "\n".join(cdef) + "\n", sites,
-                    [fn for fn in program.functions if fn is not program.entry], captures)
+    wrapper_t = template("wrappers.c.j2")
+    wrappers = {x["name"]: (wrapper_t.render(exports=[x]), f"int nxw_{x['name']}({x['params']});")
+                for x in exports}
+    exported = [fn for fn in program.functions if fn is not program.entry]
+    root_exports = tuple(fn.decl.name for fn in exported if fn.module is program.graph.root)
+    full = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core, wrappers, root_exports)
+    return full.only(wrappers)
