@@ -281,7 +281,8 @@ def test_short_circuited_operands_are_not_shown(write_nx):
 def test_render_expr_keeps_needed_parentheses(write_nx):
     from nxc.diagnostics import Diagnostics
     from nxc.check.frontend import check_file
-    from nxc.lower.guards import guard_operands, render_expr
+    from nxc.lower.guards import guard_operands
+    from nxc.syntax.printer import expr_text
     path = write_nx("""
         func f(x: i64) -> i64 { return x }
         func main() -> i64 {
@@ -294,5 +295,5 @@ def test_render_expr_keeps_needed_parentheses(write_nx):
     """)
     program = check_file(path, diags=Diagnostics())
     guard = program.gate_returns[0].guard
-    assert [render_expr(e) for e in guard_operands(guard)] == [
+    assert [expr_text(e) for e in guard_operands(guard, program.info)] == [
         "(a + b) * 2", "f(a - (b - 1))", "a & 0x7F", "-b", "-(a + b)", "p[a << 1]"]

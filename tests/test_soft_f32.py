@@ -104,13 +104,13 @@ def _calls(program):
 
     def walk(node, fn):
         if isinstance(node, ast.Call):
-            out.append((fn, node.func.sym))
+            out.append((fn, program.info.sym(node.func)))
         if isinstance(node, list):
             for x in node:
                 walk(x, fn)
         elif hasattr(node, "__dataclass_fields__"):
             for k in node.__dataclass_fields__:
-                if k not in ("pos", "sym", "ty", "const", "end_pos"):
+                if k not in ("pos", "end_pos"):
                     walk(getattr(node, k), fn)
     for fn in program.functions:
         walk(fn.decl.body, fn.decl.name)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import gc
 import os
 
-from nxc.check.checker import SOFT_F32_MODULE, Program, check_program
+from nxc.check.checker import check_program
+from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.diagnostics import CompileError, Diagnostics
 from nxc.syntax.loader import ModuleGraph, load_program, resolve_import
 
@@ -18,7 +19,7 @@ def check_file(path: str, include: list[str] | None = None,
     """Raises diagnostics.CompileError with every error found.
 
     soft_f32: build with the float32 primitives in .nx (nx_src/nx_f32_soft.nx)
-    instead of the runtime's; see check.Checker.soft_f32_callee.
+    instead of the runtime's; see nxc.check.calls.CallChecker.soft_f32_callee.
     """
     diags = diags or Diagnostics()
     # The front end allocates many small objects and frees none of them

@@ -32,22 +32,24 @@ F32_RESULT = frozenset(F32_BINARY) | {"nx_f32_sqrt", "nx_i32_to_f32"}
 F32_OPERANDS = frozenset(F32_BINARY) | frozenset(F32_COMPARE) | {"nx_f32_sqrt", "nx_f32_to_i32"}
 
 
-def primitive_name(e) -> str | None:
+def primitive_name(e, info) -> str | None:
     """The runtime float32 primitive `e` calls, if it is such a call."""
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Name):
-        sym = e.func.sym
+        sym = info.sym(e.func)
         if sym is not None and sym.kind == "extern" and (sym.name in F32_RESULT or sym.name in F32_OPERANDS):
             return sym.name
     return None
 
 
-def is_pure(e) -> bool:
-    """No call with side effects inside (primitives are pure)."""
-    if e is None or e.const is not None:
+def is_pure(e, info) -> bool:
+    """No call with side effects inside (primitives are pure). `info`: the
+    checked program's side tables (nxc/check/program.py), as in every
+    function of this module."""
+    if e is None or info.const(e) is not None:
         return True
-    if isinstance(e, ast.Call) and primitive_name(e) is None:
+    if isinstance(e, ast.Call) and primitive_name(e, info) is None:
         return False
-    return all(is_pure(x) for x in ast.subexpressions(e))
+    return all(is_pure(x, info) for x in ast.subexpressions(e))
 
 
 def is_canonical_f32_const(value: int) -> bool:
@@ -58,16 +60,16 @@ def is_canonical_f32_const(value: int) -> bool:
     return not is_nan or value == 0x7FC00000
 
 
-def _produces_f32(e, unboxed: set) -> bool:
-    name = primitive_name(e)
+def _produces_f32(e, unboxed: set, info) -> bool:
+    name = primitive_name(e, info)
     if name is not None:
         return name in F32_RESULT
-    if isinstance(e, ast.Name) and e.sym in unboxed:
+    if isinstance(e, ast.Name) and info.sym(e) in unboxed:
         return True
-    return e.const is not None and e.ty == I64 and is_canonical_f32_const(e.const)
+    return info.const(e) is not None and info.ty(e) == I64 and is_canonical_f32_const(info.const(e))
 
 
-def unboxed_locals(body: ast.Block) -> set:
+def unboxed_locals(body: ast.Block, info) -> set:
     """Locals of a function body that can be C floats (see the module doc)."""
     values: dict[object, list] = {}
     excluded: set = set()
@@ -75,15 +77,15 @@ def unboxed_locals(body: ast.Block) -> set:
     def walk(stmts):
         for s in stmts:
             if isinstance(s, ast.VarDecl):
-                if s.sym is not None and s.sym.type == I64:
-                    values.setdefault(s.sym, []).append(s.value)
+                if info.sym(s) is not None and info.sym(s).type == I64:
+                    values.setdefault(info.sym(s), []).append(s.value)
             elif isinstance(s, ast.Assign):
                 t = s.target
-                if isinstance(t, ast.Name) and t.sym is not None and t.sym.kind == "local" and t.sym.type == I64:
+                if isinstance(t, ast.Name) and info.sym(t) is not None and info.sym(t).kind == "local" and info.sym(t).type == I64:
                     if s.op != "=":
-                        excluded.add(t.sym)
+                        excluded.add(info.sym(t))
                     else:
-                        values.setdefault(t.sym, []).append(s.value)
+                        values.setdefault(info.sym(t), []).append(s.value)
             elif isinstance(s, ast.If):
                 walk(s.then.stmts)
                 if isinstance(s.orelse, ast.Block):
@@ -101,9 +103,9 @@ def unboxed_locals(body: ast.Block) -> set:
     while changed:          # drop locals fed by anything but float32 producers
         changed = False
         for sym in list(unboxed):
-            if not all(_produces_f32(v, unboxed) for v in values[sym]):
+            if not all(_produces_f32(v, unboxed, info) for v in values[sym]):
                 unboxed.discard(sym)
                 changed = True
     # A local only ever set from constants gains nothing as a float.
-    return {s for s in unboxed if any(primitive_name(v) is not None or isinstance(v, ast.Name)
+    return {s for s in unboxed if any(primitive_name(v, info) is not None or isinstance(v, ast.Name)
                                       for v in values[s])}

@@ -1,8 +1,9 @@
 """The .nx abstract syntax tree: typed dataclasses, a position on every node.
 
-Built by nxc/syntax/parse.py. The checker (nxc/check/checker.py) fills in the `ty` of each
-expression and the `sym` of each name; the backends read the result and
-never change it. `NodeVisitor` dispatches on the class name (pycparser's
+Built by nxc/syntax/parse.py and never changed afterwards: the checker keeps
+what it learns (types, constants, symbols) in side tables of the checked
+program (nxc/check/program.py `Info`), so one parsed module can be shared
+by every check that imports it. `NodeVisitor` dispatches on the class name (pycparser's
 `visit_<ClassName>`), so each pass is one class with one method per node kind.
 """
 from __future__ import annotations
@@ -35,11 +36,9 @@ TypeExpr = Any  # TypeName | TypePointer
 # ---- expressions ----
 @dataclass(eq=False, slots=True)
 class Expr(Node):
-    # Filled in by the checker: the resolved type (nxc.check.types.Type), and the
-    # value when the expression is a compile-time constant (backends then
-    # emit the number itself).
-    ty: Any = field(default=None, init=False, repr=False)
-    const: Any = field(default=None, init=False, repr=False)
+    # The checker's findings (type, constant value, symbol) are not kept
+    # here but in the checked program's side tables (nxc/check/program.py).
+    pass
 
 
 @dataclass(eq=False, slots=True)
@@ -56,8 +55,6 @@ class BoolLit(Expr):
 @dataclass(eq=False, slots=True)
 class Name(Expr):
     ident: str
-    # Filled in by the checker: the Symbol this name refers to.
-    sym: Any = field(default=None, init=False, repr=False)
 
 
 @dataclass(eq=False, slots=True)
@@ -96,8 +93,6 @@ class FieldAccess(Expr):
     base: Expr
     name: str
     name_pos: Pos = None  # where the field name is, for "no field" errors
-    # Filled in by the checker: True when `base` is a pointer (p.f == (*p).f).
-    through_pointer: bool = field(default=False, init=False, repr=False)
 
 
 @dataclass(eq=False, slots=True)
@@ -123,7 +118,6 @@ class VarDecl(Stmt):
     type_expr: Optional[TypeExpr]
     value: Expr
     mutable: bool       # var (True) or let (False)
-    sym: Any = field(default=None, init=False, repr=False)
 
 
 @dataclass(eq=False, slots=True)
@@ -159,9 +153,6 @@ class Continue(Stmt):
 @dataclass(eq=False, slots=True)
 class Return(Stmt):
     value: Optional[Expr]
-    # Filled in by the checker for the root module's gate: an index into the
-    # program's list of gate returns, so a runner can say which one fired.
-    site: Optional[int] = field(default=None, init=False, repr=False)
 
 
 @dataclass(eq=False, slots=True)
@@ -274,13 +265,29 @@ def start_pos(node: Node) -> Pos:
 
 
 class NodeVisitor:
-    """Dispatch `visit(node)` to `visit_<ClassName>`, else `generic_visit`."""
+    """Dispatch `visit(node, *args)` to `visit_<ClassName>`, else `generic_visit`.
+
+    The one dispatch style of nxc's passes (the checker, both emitters). The
+    method for each node class is looked up once per visitor class, so a
+    visit costs a dict lookup, not a getattr on a built string.
+    """
+    _visit_methods: dict = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._visit_methods = {}
 
     def visit(self, node, *args):
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        method = self._visit_methods.get(node.__class__)
         if method is None:
-            return self.generic_visit(node, *args)
-        return method(node, *args)
+            method = self.visit_method(node)
+        return method(self, node, *args)
+
+    def visit_method(self, node):
+        """The function `visit` calls for this node's class (looked up once)."""
+        method = getattr(type(self), "visit_" + node.__class__.__name__, None) or type(self).generic_visit
+        self._visit_methods[node.__class__] = method
+        return method
 
     def generic_visit(self, node, *args):
         raise NotImplementedError(f"{type(self).__name__} has no visit_{type(node).__name__}")

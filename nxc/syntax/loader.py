@@ -72,12 +72,13 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
     return SourceFile(path, text)
 
 
-# Parsed modules, as pickles of the freshly parsed AST. The checker writes
-# its results into the AST (types, symbols), so every check gets its own copy:
-# unpickling one is ~8x faster than parsing again. Kept in memory for this
-# process and on disk (the cache folder's parse/), so a warm `nxc test` or a
-# fuzzer does not run the parser on unchanged imports at all.
-_PARSED: "OrderedDict[str, bytes]" = OrderedDict()
+# Parsed modules. A parsed module is never changed afterwards (the checker
+# keeps its results in side tables: nxc/check/program.py), so one AST object
+# serves every check of this process that imports the file. On disk (the
+# cache folder's parse/) each is a pickle: unpickling is ~8x faster than
+# parsing, so a warm `nxc test` or a fuzzer does not run the parser on
+# unchanged imports at all.
+_PARSED: "OrderedDict[str, ast.Module]" = OrderedDict()
 _PARSED_MAX = 256
 USE_PARSE_CACHE = True     # the front-end benchmark turns it off
 
@@ -103,21 +104,20 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     if not USE_PARSE_CACHE:
         return parse_source(src, diags)
     key = _parse_key(src)
-    disk = os.path.join(cache_dir(), "parse", key + ".pickle")
-    blob = _PARSED.get(key)
-    if blob is None:
+    module = _PARSED.get(key)
+    if module is None:
+        disk = os.path.join(cache_dir(), "parse", key + ".pickle")
         try:
             with open(disk, "rb") as f:
                 blob = f.read()
             os.utime(disk)                      # recently used: pruned last
         except OSError:
-            pass
-    module = _unpickle_module(blob)
-    if module is None:                          # not cached, or a damaged file
-        module = parse_source(src, diags)      # raises on syntax errors: nothing cached
-        blob = pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)
-        _store_on_disk(disk, blob)
-    _PARSED[key] = blob
+            blob = None
+        module = _unpickle_module(blob)
+        if module is None:                      # not cached, or a damaged file
+            module = parse_source(src, diags)  # raises on syntax errors: nothing cached
+            _store_on_disk(disk, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
+    _PARSED[key] = module
     _PARSED.move_to_end(key)
     if len(_PARSED) > _PARSED_MAX:
         _PARSED.popitem(last=False)
@@ -146,7 +146,7 @@ def prune_parse_cache(folder: str, keep: int | None = None) -> int:
 
 
 def _unpickle_module(blob: bytes | None) -> ast.Module | None:
-    """A fresh copy of a cached AST; None if there is none or it is damaged."""
+    """The AST of a cached pickle; None if there is none or it is damaged."""
     if blob is None:
         return None
     try:

@@ -151,6 +151,10 @@ _PUNCTUATION_AND_ASSIGN = _PUNCTUATION | {"ASSIGN"}
 BINARY_PRECEDENCE = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 3, "<=": 3, ">": 3, ">=": 3,
                      "|": 4, "^": 5, "&": 6, "<<": 7, ">>": 7, "+": 8, "-": 8, "*": 9, "/": 9, "%": 9}
 _COMPARISON = 3   # `=` of a declaration
+COMPARISON_PRECEDENCE = _COMPARISON
+# Tighter than every binary operator, as in the grammar (grammar/nx.lark):
+# `x as T`, then the prefix operators, then calls, indexing and `.field`.
+CAST_PRECEDENCE, UNARY_PRECEDENCE, POSTFIX_PRECEDENCE = 10, 11, 12
 
 
 def _builder_maker(to_ast: "_ToAst"):

@@ -90,7 +90,7 @@ def module_info(path: str, include: list[str] | None = None) -> dict:
         checks = []
         for gr in program.gate_returns:
             value = gr.node.value
-            const = getattr(value, "const", None) if value is not None else None
+            const = program.info.const(value) if value is not None else None
             if const == 0:
                 continue            # the passing return
             checks.append({"value": const, "line": gr.node.pos.line,

@@ -17,7 +17,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from nxc.check.checker import check_program, is_literal_expr
+from nxc.check.checker import check_program
+from nxc.check.consts import is_literal_expr
+from nxc.check.program import Info
 from nxc.check.types import BUILTIN_TYPES, PointerType, StructType
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from nxc.syntax import ast
@@ -241,8 +243,9 @@ class _Inference:
             stubs.append(parse_source(src, diags))
         modules = [*self.deps, *stubs, self.root]
         graph = ModuleGraph(self.root, modules, {m.source.path: [] for m in modules})
+        self.info = Info()
         try:
-            check_program(graph, diags)
+            check_program(graph, diags, info=self.info)
             errors = []
         except CompileError as exc:
             errors = exc.diagnostics
@@ -257,7 +260,7 @@ class _Inference:
         return errors
 
     def is_missing(self, e: ast.Name) -> bool:
-        sym = e.sym
+        sym = self.info.sym(e)
         if sym is None:
             if e.ident in self.undefined or (e.pos.line, e.pos.col) in self.error_positions:
                 self.undefined.add(e.ident)
@@ -273,8 +276,8 @@ class _Inference:
         elif isinstance(s, ast.VarDecl):
             self.expr(s.value, type_text(s.type_expr) if s.type_expr is not None else None)
         elif isinstance(s, ast.Assign):
-            self.expr(s.target, _strong(s.value))
-            self.expr(s.value, _strong(s.target))
+            self.expr(s.target, self.strong(s.value))
+            self.expr(s.value, self.strong(s.target))
             if isinstance(s.target, ast.Name) and self.is_missing(s.target):
                 c = _owner(s.target.ident, self.missing).consts.get(s.target.ident)
                 if c is not None and not c.assigned:
@@ -309,14 +312,14 @@ class _Inference:
                 self.expr(e.left, "bool")
                 self.expr(e.right, "bool")
             elif e.op in ("==", "!=", "<", "<=", ">", ">="):
-                self.expr(e.left, _strong(e.right))
-                self.expr(e.right, _strong(e.left))
+                self.expr(e.left, self.strong(e.right))
+                self.expr(e.right, self.strong(e.left))
             elif e.op in ("<<", ">>"):
                 self.expr(e.left, want)
                 self.expr(e.right, None)
             else:
-                self.expr(e.left, _strong(e.right) or want)
-                self.expr(e.right, _strong(e.left) or want)
+                self.expr(e.left, self.strong(e.right) or want)
+                self.expr(e.right, self.strong(e.left) or want)
         elif isinstance(e, ast.Unary):
             if e.op == "!":
                 self.expr(e.operand, "bool")
@@ -333,7 +336,7 @@ class _Inference:
             self.expr(e.index, None)
         elif isinstance(e, ast.FieldAccess):
             self.expr(e.base, None)
-            bt = e.base.ty
+            bt = self.info.ty(e.base)
             if isinstance(bt, PointerType) and isinstance(bt.target, StructType):
                 for m in self.missing:
                     st = m.structs.get(bt.target.name)
@@ -343,6 +346,13 @@ class _Inference:
                             slot = st.fields[e.name] = Slot()
                             self.changed = True
                         self.changed |= slot.offer(want, True)
+
+    def strong(self, e) -> str | None:
+        """The type of `e` when it pins the type of what it meets (not a literal)."""
+        ty = self.info.ty(e)
+        if ty is None or is_literal_expr(e) or isinstance(ty, StructType):
+            return None
+        return str(ty)
 
     def call(self, e: ast.Call, want: str | None, statement: bool) -> None:
         f = e.func
@@ -362,11 +372,12 @@ class _Inference:
                 # a parameter is named after the argument when that is a local
                 # or a parameter (a constant's name would clash with it)
                 if isinstance(a, ast.Name) and not fn.param_names[i] and \
-                        getattr(a.sym, "kind", None) in ("local", "param"):
+                        getattr(self.info.sym(a), "kind", None) in ("local", "param"):
                     if a.ident not in fn.param_names:
                         fn.param_names[i] = a.ident
-                weak = a.ty is None or is_literal_expr(a)
-                self.changed |= fn.params[i].offer(None if a.ty is None else str(a.ty), not weak)
+                a_ty = self.info.ty(a)
+                weak = a_ty is None or is_literal_expr(a)
+                self.changed |= fn.params[i].offer(None if a_ty is None else str(a_ty), not weak)
             if not statement:
                 if not fn.returns_value:
                     fn.returns_value = True
@@ -374,18 +385,11 @@ class _Inference:
                 self.changed |= fn.ret.offer(want, True)
             return
         params = []
-        sym = getattr(f, "sym", None) if isinstance(f, ast.Name) else None
+        sym = self.info.sym(f) if isinstance(f, ast.Name) else None
         ftype = getattr(sym, "type", None)
         params = [str(p) for p in getattr(ftype, "params", [])]
         for i, a in enumerate(e.args):
             self.expr(a, params[i] if i < len(params) else None)
-
-
-def _strong(e) -> str | None:
-    """The type of `e` when it pins the type of what it meets (not a literal)."""
-    if e.ty is None or is_literal_expr(e) or isinstance(e.ty, StructType):
-        return None
-    return str(e.ty)
 
 
 # ---------------------------------------------------------------- stub text

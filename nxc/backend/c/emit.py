@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 
 from nxc import __version__
 from nxc.syntax import ast
-from nxc.check.checker import Function, Program
-from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, is_pure, primitive_name, unboxed_locals
-from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand, captured_values, plan_captures
+from nxc.check.program import Function, Program
+from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name, unboxed_locals
+from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
+from nxc.lower.plan import plan_program
+from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase, strip_outer_parens
 from nxc.backend.skeleton import template
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -91,7 +93,7 @@ class Site:
 
 
 @dataclass
-class EmittedC:
+class EmittedC(CapturesMixin):
     text: str               # core + every function's API wrapper (what emit_c's callers compile)
     cdef: str               # declarations of the exported entry points, for cffi
     sites: list[Site]       # index -> position, for trap messages
@@ -117,61 +119,21 @@ class EmittedC:
                         self.captures, self.capture_slots, self.core,
                         {n: self.wrappers[n] for n in names}, self.root_exports)
 
-    def captured(self, site: int, mask: int, raw) -> list[tuple[str, object]]:
-        """(text, value) of the guard operands recorded before gate return `site`."""
-        return captured_values(self.captures.get(site, []), mask, list(raw))
 
+class FunctionEmitter(FunctionEmitterBase):
+    """Writes one function body as C statements (lines of text)."""
 
-def _has_call(e) -> bool:
-    """A call with possible side effects inside (float32 primitives are pure)."""
-    return not is_pure(e)
-
-
-def _is_stable(e) -> bool:
-    """Its value cannot be changed by a call evaluated after it."""
-    if e.const is not None:
-        return True
-    if isinstance(e, ast.Name):
-        return e.sym is not None and e.sym.kind in ("local", "param")
-    if isinstance(e, ast.Cast):
-        return _is_stable(e.expr)
-    return False
-
-
-class FunctionEmitter:
-    """Writes one function body; keeps its temporaries and indentation."""
-
-    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool,
-                 captures: dict[int, list[CapturedOperand]] | None = None, unbox_f32: bool = True):
-        self.program = program
-        self.fn = fn
+    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True):
+        super().__init__(program, fn, gate)
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
-        self.float_locals = unboxed_locals(fn.decl.body) if unbox_f32 else set()
+        self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
         self.sites = sites
-        self.gate = gate
-        self.lines: list[str] = []
-        self.temps: list[str] = []
-        self.depth = 1
         self.last_line = None
-        # The gate records the operands of each return's guard while the
-        # guard is evaluated (nxc/lower/guards.py): expression id -> value slot.
-        self.capture_slot: dict[int, int] = {}
-        self.capturing_conds: set[int] = set()
-        if gate:
-            for gr in program.gate_returns:
-                plan = plan_captures(gr.guard)
-                if not plan:
-                    continue
-                self.capturing_conds.add(id(gr.guard))
-                for e, op in plan:
-                    self.capture_slot[id(e)] = op.slot
-                if captures is not None:
-                    captures[gr.site] = [op for _, op in plan]
 
     # ---- output helpers ----
-    def emit(self, text: str) -> None:
-        self.lines.append("    " * self.depth + text)
+    def emit(self, text: str, line: int | None = None) -> None:
+        self.lines.append(self.indentation() + text)
 
     def line_directive(self, pos) -> None:
         if pos is None or (pos.line, pos.file.path) == self.last_line:
@@ -180,9 +142,7 @@ class FunctionEmitter:
         self.lines.append(f'#line {pos.line} "{_c_string(pos.file.path)}"')
 
     def temp(self, t: Type) -> str:
-        name = f"nx_t{len(self.temps)}"
-        self.temps.append(f"{c_type(t)} {name};")
-        return name
+        return self.new_temp(c_type(t))
 
     def site(self, pos, what: str) -> int:
         self.sites.append(Site(pos.file.path, pos.line, pos.col, what))
@@ -190,58 +150,51 @@ class FunctionEmitter:
 
     # ---- statements ----
     def body(self) -> list[str]:
-        for s in self.fn.decl.body.stmts:
-            self.stmt(s)
-        decls = ["    " + t for t in self.temps]
+        super().body()
+        decls = [f"{self.indentation(1)}{t} {name};" for t, name in self.temps]
         return decls + self.lines
-
-    def block(self, b: ast.Block) -> None:
-        self.depth += 1
-        for s in b.stmts:
-            self.stmt(s)
-        self.depth -= 1
 
     def stmt(self, s: ast.Stmt) -> None:
         self.line_directive(s.pos)
-        getattr(self, "stmt_" + type(s).__name__)(s)
+        self.visit(s)
 
-    def stmt_VarDecl(self, s: ast.VarDecl) -> None:
-        if s.sym in self.float_locals:
-            self.emit(f"float lf_{s.sym.unique} = {self.float_expr(s.value)};")
+    def visit_VarDecl(self, s: ast.VarDecl) -> None:
+        if self.sym(s) in self.float_locals:
+            self.emit(f"float lf_{self.sym(s).unique} = {self.float_expr(s.value)};")
             return
-        self.emit(f"{c_type(s.sym.type)} l_{s.sym.unique} = {self.expr(s.value)};")
+        self.emit(f"{c_type(self.sym(s).type)} l_{self.sym(s).unique} = {self.expr(s.value)};")
 
-    def stmt_Assign(self, s: ast.Assign) -> None:
+    def visit_Assign(self, s: ast.Assign) -> None:
         target, value = s.target, s.value
-        if isinstance(target, ast.Name) and target.sym in self.float_locals:
-            self.emit(f"lf_{target.sym.unique} = {self.float_expr(value)};")
+        if isinstance(target, ast.Name) and self.sym(target) in self.float_locals:
+            self.emit(f"lf_{self.sym(target).unique} = {self.float_expr(value)};")
             return
         # The value is evaluated before the place (nx's rule; C leaves it unspecified):
         # a value with a call, or a value a call in the place might change, goes first.
         if s.op == "=":
             v = self.expr(value)
-            if (_has_call(value) and not _is_stable_place(target)) or (_has_call(target) and not _is_stable(value)):
-                tmp = self.temp(value.ty if value.ty is not None else I64)
+            if (self.has_call(value) and not _is_stable_place(target)) or (self.has_call(target) and not self.is_stable(value)):
+                tmp = self.temp(self.ty(value) if self.ty(value) is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
             self.emit(f"{self.expr(target)} = {v};")
             return
         op = s.op[:-1]
-        t: IntType = target.ty
+        t: IntType = self.ty(target)
         v = self.expr(value)
-        if _has_call(value) or (_has_call(target) and not _is_stable(value)):
-            tmp = self.temp(value.ty)
+        if self.has_call(value) or (self.has_call(target) and not self.is_stable(value)):
+            tmp = self.temp(self.ty(value))
             self.emit(f"{tmp} = {v};")
             v = tmp
         if isinstance(target, ast.Name):
             place = self.expr(target)
-            self.emit(f"{place} = {self.arith(op, t, place, v, value.ty, s.pos)};")
+            self.emit(f"{place} = {self.arith(op, t, place, v, self.ty(value), s.pos)};")
         else:
             self.emit(f"{{ {c_type(t)} *nx_p = &({self.expr(target)}); "
-                      f"*nx_p = {self.arith(op, t, '*nx_p', v, value.ty, s.pos)}; }}")
+                      f"*nx_p = {self.arith(op, t, '*nx_p', v, self.ty(value), s.pos)}; }}")
 
-    def stmt_If(self, s: ast.If, prefix: str = "if") -> None:
-        if id(s.cond) in self.capturing_conds:
+    def visit_If(self, s: ast.If, prefix: str = "if") -> None:
+        if self.gate and s.cond in self.fplan.guards:
             # Forget the operands of an earlier guard, then record this one's.
             self.emit(f"{prefix} ((nx_gate_cap_mask = 0u, {self.expr(s.cond)})) {{")
         else:
@@ -250,59 +203,58 @@ class FunctionEmitter:
         if isinstance(s.orelse, ast.If):
             self.emit("}")
             self.line_directive(s.orelse.pos)
-            self.stmt_If(s.orelse, prefix="else if")
+            self.visit_If(s.orelse, prefix="else if")
             return
         if isinstance(s.orelse, ast.Block):
             self.emit("} else {")
             self.block(s.orelse)
         self.emit("}")
 
-    def stmt_While(self, s: ast.While) -> None:
+    def visit_While(self, s: ast.While) -> None:
         self.emit(f"while ({self.cond(s.cond)}) {{")
         self.block(s.body)
         self.emit("}")
 
-    def stmt_Break(self, s) -> None:
+    def visit_Break(self, s) -> None:
         self.emit("break;")
 
-    def stmt_Continue(self, s) -> None:
+    def visit_Continue(self, s) -> None:
         self.emit("continue;")
 
-    def stmt_Return(self, s: ast.Return) -> None:
+    def visit_Return(self, s: ast.Return) -> None:
         if s.value is None:
             self.emit("return;")
             return
         v = self.expr(s.value)
-        if self.gate and s.site is not None:
-            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {s.site}; return nx_r; }}")
+        if self.gate and self.site_of(s) is not None:
+            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {self.site_of(s)}; return nx_r; }}")
         else:
             self.emit(f"return {v};")
 
-    def stmt_ExprStmt(self, s: ast.ExprStmt) -> None:
+    def visit_ExprStmt(self, s: ast.ExprStmt) -> None:
         self.emit(f"(void)({self.expr(s.expr)});")
 
-    def stmt_Block(self, s: ast.Block) -> None:
+    def visit_Block(self, s: ast.Block) -> None:
         self.emit("{")
         self.block(s)
         self.emit("}")
 
     # ---- expressions ----
     def cond(self, e: ast.Expr) -> str:
-        text = self.expr(e)
-        return text[1:-1] if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]) else text
+        return strip_outer_parens(self.expr(e))
 
     def expr(self, e: ast.Expr) -> str:
-        if e.const is not None and not isinstance(e.ty, PointerType):
-            text = c_int_literal(e.const, e.ty)
+        if self.const(e) is not None and not isinstance(self.ty(e), PointerType):
+            text = c_int_literal(self.const(e), self.ty(e))
         else:
-            text = getattr(self, "expr_" + type(e).__name__)(e)
-        slot = self.capture_slot.get(id(e))
+            text = self.visit(e)
+        slot = self.capture_slot.get(e)
         return text if slot is None else self.captured(e, slot, text)
 
     def captured(self, e: ast.Expr, slot: int, text: str) -> str:
         """`text`, with its value also stored in the gate's capture slot."""
-        tmp = self.temp(e.ty)
-        raw = f"(int64_t)(intptr_t){tmp}" if isinstance(e.ty, PointerType) else f"(int64_t){tmp}"
+        tmp = self.temp(self.ty(e))
+        raw = f"(int64_t)(intptr_t){tmp}" if isinstance(self.ty(e), PointerType) else f"(int64_t){tmp}"
         return (f"({tmp} = {text}, nx_gate_captured[{slot}] = {raw}, "
                 f"nx_gate_cap_mask |= UINT32_C({1 << slot}), {tmp})")
 
@@ -312,15 +264,15 @@ class FunctionEmitter:
         change what a later operand reads (a global, memory). C leaves the order of
         operands and of arguments unspecified; gcc evaluates `h(f(), g)` right to left."""
         text = self.expr(first)
-        if _is_stable(first):
+        if self.is_stable(first):
             return None, text
-        if any(_has_call(x) for x in later) or (_has_call(first) and not all(_is_stable(x) for x in later)):
-            tmp = self.temp(first.ty)
+        if any(self.has_call(x) for x in later) or (self.has_call(first) and not all(self.is_stable(x) for x in later)):
+            tmp = self.temp(self.ty(first))
             return f"({tmp} = {text})", tmp
         return None, text
 
-    def expr_Name(self, e: ast.Name) -> str:
-        sym = e.sym
+    def visit_Name(self, e: ast.Name) -> str:
+        sym = self.sym(e)
         if sym in self.float_locals:        # its bits are observed here
             return f"nxrt_f32_to_bits(lf_{sym.unique})"
         if sym.kind in ("local", "param"):
@@ -329,12 +281,12 @@ class FunctionEmitter:
             return f"nxg_{sym.name}"
         return func_c_name(sym)
 
-    def expr_Unary(self, e: ast.Unary) -> str:
+    def visit_Unary(self, e: ast.Unary) -> str:
         a = self.expr(e.operand)
         if e.op == "-":
-            return f"(({c_type(e.ty)})(-{a}))"
+            return f"(({c_type(self.ty(e))})(-{a}))"
         if e.op == "~":
-            return f"(({c_type(e.ty)})(~{a}))"
+            return f"(({c_type(self.ty(e))})(~{a}))"
         if e.op == "!":
             return f"(!{a})"
         if e.op == "*":
@@ -343,7 +295,7 @@ class FunctionEmitter:
             return f"(&{a})"
         raise ValueError(e.op)
 
-    def expr_Binary(self, e: ast.Binary) -> str:
+    def visit_Binary(self, e: ast.Binary) -> str:
         op = e.op
         if op in ("&&", "||"):
             return f"({self.expr(e.left)} {op} {self.expr(e.right)})"
@@ -351,10 +303,10 @@ class FunctionEmitter:
         b = self.expr(e.right)
         if op in ("==", "!=", "<", "<=", ">", ">="):
             text = f"({a} {op} {b})"
-        elif isinstance(e.ty, BoolType):
+        elif isinstance(self.ty(e), BoolType):
             text = f"((_Bool)({a} {op} {b}))"
         else:
-            text = self.arith(op, e.ty, a, b, e.right.ty, e.pos)
+            text = self.arith(op, self.ty(e), a, b, self.ty(e.right), e.pos)
         return f"({pre}, {text})" if pre else text
 
     def arith(self, op: str, t: IntType, a: str, b: str, bt: Type, pos) -> str:
@@ -369,8 +321,8 @@ class FunctionEmitter:
             return f"(({ct})({a} >> ({b} & {t.bits - 1})))"
         return f"(({ct})({a} {op} {b}))"
 
-    def expr_Cast(self, e: ast.Cast) -> str:
-        src, dst = e.expr.ty, e.ty
+    def visit_Cast(self, e: ast.Cast) -> str:
+        src, dst = self.ty(e.expr), self.ty(e)
         a = self.expr(e.expr)
         if src == dst:
             return a
@@ -384,8 +336,8 @@ class FunctionEmitter:
             return f"(({c_type(dst)})(intptr_t){a})"
         return f"(({c_type(dst)}){a})"
 
-    def expr_Call(self, e: ast.Call) -> str:
-        name = primitive_name(e) if self.unbox_f32 else None
+    def visit_Call(self, e: ast.Call) -> str:
+        name = primitive_name(e, self.info) if self.unbox_f32 else None
         if name in F32_RESULT:
             return f"nxrt_f32_to_bits({self.float_expr(e)})"
         if name in F32_COMPARE:
@@ -397,15 +349,15 @@ class FunctionEmitter:
             if pre:
                 pres.append(pre)
             args.append(text)
-        call = f"{func_c_name(e.func.sym)}({', '.join(args)})"
+        call = f"{func_c_name(self.sym(e.func))}({', '.join(args)})"
         return f"({', '.join(pres)}, {call})" if pres else call
 
     # ---- float32 expressions (unboxed; see nxc/lower/f32_unbox.py) ----
     def float_expr(self, e: ast.Expr) -> str:
         """C `float` expression for an expression that holds float32 bits."""
-        if isinstance(e, ast.Name) and e.sym in self.float_locals:
-            return f"lf_{e.sym.unique}"
-        name = primitive_name(e)
+        if isinstance(e, ast.Name) and self.sym(e) in self.float_locals:
+            return f"lf_{self.sym(e).unique}"
+        name = primitive_name(e, self.info)
         if name in F32_BINARY:
             a, b = self.float_operands(e)
             return f"({a} {F32_BINARY[name]} {b})"
@@ -413,53 +365,40 @@ class FunctionEmitter:
             return f"nxrt_f32_sqrtf({self.float_expr(e.args[0])})"
         if name == "nx_i32_to_f32":
             return f"((float)(int32_t){self.expr(e.args[0])})"
-        if e.const is not None:
-            return f"nxrt_f32_from_bits({c_int_literal(e.const, I64)})"
+        if self.const(e) is not None:
+            return f"nxrt_f32_from_bits({c_int_literal(self.const(e), I64)})"
         return f"nxrt_f32_from_bits({self.expr(e)})"
 
     def float_operands(self, e: ast.Call) -> tuple[str, str]:
         """Both operands as floats, left before right (the rule of `sequenced`)."""
         left, right = e.args
         a = self.float_expr(left)
-        stable = _is_stable(left) or (isinstance(left, ast.Name) and left.sym in self.float_locals)
-        if not stable and (_has_call(right) or (_has_call(left) and not _is_stable(right))):
-            tmp = f"nx_t{len(self.temps)}"
-            self.temps.append(f"float {tmp};")
+        stable = self.is_stable(left) or (isinstance(left, ast.Name) and self.sym(left) in self.float_locals)
+        if not stable and (self.has_call(right) or (self.has_call(left) and not self.is_stable(right))):
+            tmp = self.new_temp("float")
             return f"({tmp} = {a}, {tmp})", self.float_expr(right)
         return a, self.float_expr(right)
 
-    def expr_Index(self, e: ast.Index) -> str:
+    def visit_Index(self, e: ast.Index) -> str:
         pre, base = self.sequenced(e.base, [e.index])
         text = f"{base}[{self.expr(e.index)}]"
         return f"(*({pre}, &{text}))" if pre else text
 
-    def expr_FieldAccess(self, e: ast.FieldAccess) -> str:
+    def visit_FieldAccess(self, e: ast.FieldAccess) -> str:
         base = self.expr(e.base)
-        return f"{base}{'->' if e.through_pointer else '.'}f_{e.name}"
+        return f"{base}{'->' if self.info.through_pointer(e) else '.'}f_{e.name}"
 
-    def expr_SizeOf(self, e: ast.SizeOf) -> str:   # always folded; kept for clarity
-        return c_int_literal(e.const, I64)
+    def visit_SizeOf(self, e: ast.SizeOf) -> str:   # always folded; kept for clarity
+        return c_int_literal(self.const(e), I64)
 
-    def expr_IntLit(self, e) -> str:  # pragma: no cover - always const
-        return c_int_literal(e.const, e.ty)
+    def visit_IntLit(self, e) -> str:  # pragma: no cover - always const
+        return c_int_literal(self.const(e), self.ty(e))
 
-    expr_BoolLit = expr_IntLit
+    visit_BoolLit = visit_IntLit
 
 
 def _is_stable_place(e: ast.Expr) -> bool:
     return isinstance(e, ast.Name)
-
-
-def _balanced(s: str) -> bool:
-    depth = 0
-    for ch in s:
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth < 0:
-                return False
-    return depth == 0
 
 
 def _c_string(s: str) -> str:
@@ -483,11 +422,10 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit)."""
     sites: list[Site] = []
-    captures: dict[int, list[CapturedOperand]] = {}
+    captures = dict(plan_program(program).captures)
     functions = []
     for fn in program.functions:
-        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, captures=captures,
-                               unbox_f32=unbox_f32).body()
+        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,

@@ -1,0 +1,104 @@
+"""What the C and Python function emitters share (in the manner of mypyc's
+`Emitter`): the checked program's side tables, the shared lowering plan
+(nxc/lower/plan.py), the output lines and their indentation, temporaries,
+and the walk over a function body. Each backend's emitter subclasses it and
+writes one `visit_<Class>` per statement and expression kind.
+"""
+from __future__ import annotations
+
+from nxc.syntax import ast
+from nxc.check.program import Function, Program
+from nxc.lower.guards import CapturedOperand, captured_values
+from nxc.lower.plan import plan_program
+
+
+class FunctionEmitterBase(ast.NodeVisitor):
+    """One function's body. Subclasses define `emit` (what one output line
+    holds) and the `visit_<Class>` methods."""
+
+    TEMP_PREFIX = "nx_t"
+    INDENT = "    "
+
+    def __init__(self, program: Program, fn: Function, gate: bool):
+        self.program = program
+        self.fn = fn
+        self.gate = gate
+        info = program.info
+        self.info = info
+        # The checker's tables, read as plain calls: self.ty(e), self.const(e) ...
+        self.ty, self.const, self.sym, self.site_of = info.ty, info.const, info.sym, info.site
+        self.plan = plan_program(program)
+        self.fplan = self.plan.functions[fn]
+        self.order = self.plan.order
+        # The gate records the operands of each return's guard while the guard
+        # is evaluated (nxc/lower/guards.py): operand -> its value slot.
+        self.capture_slot = self.fplan.capture_slot if gate else {}
+        self.lines: list = []
+        self.temps: list[tuple[str, str]] = []      # (type text, name), declared by the subclass
+        self.depth = 1
+
+    # ---- output ----
+    def emit(self, text: str, line: int | None = None) -> None:   # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def indentation(self, depth: int | None = None) -> str:
+        """The leading white space of a line at `depth` (default: the current one)."""
+        return self.INDENT * (self.depth if depth is None else depth)
+
+    def new_temp(self, type_text: str) -> str:
+        """A fresh temporary of the function, of the given (backend) type."""
+        name = f"{self.TEMP_PREFIX}{len(self.temps)}"
+        self.temps.append((type_text, name))
+        return name
+
+    def empty_block(self) -> None:
+        """What a block with no statements needs (Python: `pass`)."""
+
+    # ---- the walk ----
+    def body(self) -> None:
+        for s in self.fn.decl.body.stmts:
+            self.stmt(s)
+
+    def stmt(self, s: ast.Stmt) -> None:
+        self.visit(s)
+
+    def block(self, b: ast.Block) -> None:
+        self.depth += 1
+        n = len(self.lines)
+        for s in b.stmts:
+            self.stmt(s)
+        if len(self.lines) == n:
+            self.empty_block()
+        self.depth -= 1
+
+    # ---- evaluation order (nxc/lower/plan.py) ----
+    def has_call(self, e) -> bool:
+        return self.order.has_call(e)
+
+    def is_stable(self, e) -> bool:
+        return self.order.is_stable(e)
+
+
+def strip_outer_parens(text: str) -> str:
+    """Drop one pair of parentheses around the whole text (a statement or a
+    condition needs none): `(a + b)` -> `a + b`, but `(a) + (b)` stays."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0 and i != len(text) - 1:
+                    return text
+        return text[1:-1]
+    return text
+
+
+class CapturesMixin:
+    """The emitted module's record of what each gate return's guard captures."""
+    captures: dict[int, list[CapturedOperand]]
+
+    def captured(self, site: int, mask: int, raw) -> list[tuple[str, object]]:
+        """(text, value) of the guard operands recorded before gate return `site`."""
+        return captured_values(self.captures.get(site, []), mask, list(raw))

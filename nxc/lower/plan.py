@@ -1,0 +1,190 @@
+"""The lowering both backends share, computed once per checked program.
+
+Each emitter used to re-derive these facts from the tree; now they are
+worked out here, once per function, and both read the same answers:
+
+- the capture plan of the root gate (nxc/lower/guards.py): which operands of
+  each guarded `return` get a value slot, and whether `&&` / `||` may skip
+  some of them (then their slots start empty);
+- evaluation order (`EvalOrder`): whether an expression may call something
+  with side effects, and whether its value is stable across such a call.
+  C leaves operand order unspecified, so the C emitter stores an earlier
+  operand in a temporary when a later one has a call; both emitters keep
+  nx's "value before place" rule for assignments with the same tests;
+- loop counters: the `i = i + 1` of `while i < n { ... }` that cannot
+  overflow (the Python emitter writes it as `i += 1`, with no wrap).
+
+`plan_program(program)` is cached per Program object, so emitting the same
+program for both backends plans it once.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+from nxc.syntax import ast
+from nxc.check.program import Function, Info, Program
+from nxc.check.types import IntType
+from nxc.lower.f32_unbox import is_pure
+from nxc.lower.guards import CapturedOperand, plan_captures
+
+
+@dataclass
+class GuardPlan:
+    """A gate guard whose operands are recorded."""
+    slots: list[int]                # the value slot of each recorded operand
+    short_circuits: bool            # has && / ||: some operands may not be evaluated
+
+
+@dataclass
+class FunctionPlan:
+    fn: Function
+    # The root gate only: recorded operand -> its slot, guard -> its plan,
+    # gate return site -> the slots its guard fills.
+    capture_slot: dict[ast.Expr, int] = field(default_factory=dict)
+    guards: dict[ast.Expr, GuardPlan] = field(default_factory=dict)
+    site_slots: dict[int, list[int]] = field(default_factory=dict)
+    # Loop-counter increments (ast.Assign) that cannot overflow.
+    no_wrap: set = field(default_factory=set)
+
+
+class EvalOrder:
+    """Evaluation-order questions about checked expressions."""
+
+    def __init__(self, info: Info):
+        self.info = info
+
+    def has_call(self, e) -> bool:
+        """A call with possible side effects inside (float32 primitives are pure)."""
+        return not is_pure(e, self.info)
+
+    def is_stable(self, e) -> bool:
+        """Its value cannot be changed by a call evaluated after it."""
+        if self.info.const(e) is not None:
+            return True
+        if isinstance(e, ast.Name):
+            sym = self.info.sym(e)
+            return sym is not None and sym.kind in ("local", "param")
+        if isinstance(e, ast.Cast):
+            return self.is_stable(e.expr)
+        return False
+
+
+@dataclass
+class ProgramPlan:
+    program: Program
+    order: EvalOrder
+    functions: dict[Function, FunctionPlan]
+    # gate return site -> the guard operands its gate records
+    captures: dict[int, list[CapturedOperand]]
+
+
+_PLANS: "weakref.WeakKeyDictionary[Program, ProgramPlan]" = weakref.WeakKeyDictionary()
+
+
+def plan_program(program: Program) -> ProgramPlan:
+    plan = _PLANS.get(program)
+    if plan is None:
+        plan = _PLANS[program] = _plan(program)
+    return plan
+
+
+def _plan(program: Program) -> ProgramPlan:
+    info = program.info
+    functions = {}
+    captures: dict[int, list[CapturedOperand]] = {}
+    for fn in program.functions:
+        fp = FunctionPlan(fn)
+        for loop in _loops(fn.decl.body):
+            inc = counter_increment(loop, info)
+            if inc is not None:
+                fp.no_wrap.add(inc)
+        if fn is program.entry:
+            for gr in program.gate_returns:
+                pairs = plan_captures(gr.guard, info)
+                if not pairs:
+                    continue
+                slots = [op.slot for _, op in pairs]
+                fp.guards[gr.guard] = GuardPlan(slots, short_circuits(gr.guard))
+                fp.site_slots[gr.site] = slots
+                for e, op in pairs:
+                    fp.capture_slot[e] = op.slot
+                captures[gr.site] = [op for _, op in pairs]
+        functions[fn] = fp
+    return ProgramPlan(program, EvalOrder(info), functions, captures)
+
+
+def _loops(stmt):
+    """Every `while` inside stmt, outer ones first."""
+    if isinstance(stmt, ast.Block):
+        for x in stmt.stmts:
+            yield from _loops(x)
+    elif isinstance(stmt, ast.If):
+        yield from _loops(stmt.then)
+        if stmt.orelse is not None:
+            yield from _loops(stmt.orelse)
+    elif isinstance(stmt, ast.While):
+        yield stmt
+        yield from _loops(stmt.body)
+
+
+def counter_increment(loop: ast.While, info: Info):
+    """The `i = i + 1` of `while i < n { ... i = i + 1 ... }` that cannot overflow, if any.
+
+    When the condition has a conjunct `i < X` (i a local or parameter), and the
+    body assigns i exactly once, in a statement at its top level, `i + 1`
+    happens only while i < X <= MAX: it never wraps.
+    """
+    counters = []
+
+    def conjuncts(c):
+        if isinstance(c, ast.Binary) and c.op == "&&":
+            yield from conjuncts(c.left)
+            yield from conjuncts(c.right)
+        else:
+            yield c
+    for c in conjuncts(loop.cond):
+        if isinstance(c, ast.Binary) and c.op in ("<", ">"):
+            x = c.left if c.op == "<" else c.right
+            sym = info.sym(x) if isinstance(x, ast.Name) else None
+            if sym is not None and sym.kind in ("local", "param") and isinstance(info.ty(x), IntType):
+                counters.append(sym)
+    for sym in counters:
+        assigns = list(_assignments(loop.body, sym, info))
+        if len(assigns) != 1:
+            continue
+        a = assigns[0]
+        if a not in loop.body.stmts:
+            continue
+        if a.op == "+=" and info.const(a.value) == 1:
+            return a
+        v = a.value
+        if a.op == "=" and isinstance(v, ast.Binary) and v.op == "+":
+            one_side = [x for x in (v.left, v.right) if info.const(x) == 1]
+            other = [x for x in (v.left, v.right) if isinstance(x, ast.Name) and info.sym(x) is sym]
+            if one_side and other:
+                return a
+    return None
+
+
+def _assignments(stmt, sym, info: Info):
+    """Every statement that assigns the local `sym` inside stmt."""
+    if isinstance(stmt, ast.Block):
+        for x in stmt.stmts:
+            yield from _assignments(x, sym, info)
+    elif isinstance(stmt, ast.Assign):
+        if isinstance(stmt.target, ast.Name) and info.sym(stmt.target) is sym:
+            yield stmt
+    elif isinstance(stmt, ast.If):
+        yield from _assignments(stmt.then, sym, info)
+        if stmt.orelse is not None:
+            yield from _assignments(stmt.orelse, sym, info)
+    elif isinstance(stmt, ast.While):
+        yield from _assignments(stmt.body, sym, info)
+
+
+def short_circuits(e) -> bool:
+    """`&&` or `||` somewhere inside e."""
+    if isinstance(e, ast.Binary) and e.op in ("&&", "||"):
+        return True
+    return any(short_circuits(x) for x in ast.subexpressions(e))
