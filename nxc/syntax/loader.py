@@ -19,7 +19,7 @@ from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from nxc.syntax.parse import parse_source
 from nxc.paths import (bundled_dir, cache_dir, digest_of_files, grammar_file, prune_due, prune_least_recent,
-                    write_atomically)
+                       scaled_bound, write_atomically)
 
 
 @dataclass
@@ -141,7 +141,7 @@ def _store_on_disk(path: str, blob: bytes) -> None:
 
 def prune_parse_cache(folder: str, keep: int | None = None) -> int:
     """Keep at most `keep` (default DISK_MAX_FILES) parsed modules in `folder`."""
-    return prune_least_recent(folder, DISK_MAX_FILES if keep is None else keep,
+    return prune_least_recent(folder, scaled_bound(DISK_MAX_FILES) if keep is None else keep,
                               lambda name: name.endswith(".pickle") and not name.startswith("grammar-"))
 
 

@@ -37,7 +37,7 @@ import cffi
 
 from nxc import __version__
 from nxc.backend.c.emit import GATE_CDEF, EmittedC
-from nxc.paths import cache_dir, prune_due, prune_least_recent, runtime_dir, write_atomically
+from nxc.paths import cache_dir, prune_due, prune_least_recent, runtime_dir, scaled_bound, write_atomically
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
@@ -126,7 +126,8 @@ def _runtime_header_text() -> str:
 
 
 # Built modules kept in the cache folder; past it the least recently used go
-# (paths.prune_least_recent). A build is ~60-200 KB.
+# (paths.prune_least_recent). A build is ~60-200 KB. The bound grows with
+# the tree a run works on (paths.scaled_bound).
 MAX_BUILDS = 1024
 _build_count = 0
 
@@ -176,7 +177,7 @@ def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool =
         os.replace(out_tmp, target)     # atomic: readers see all or nothing
     _build_count += 1
     if prune_due(_build_count):
-        prune_least_recent(folder, MAX_BUILDS, lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
+        prune_least_recent(folder, scaled_bound(MAX_BUILDS), lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
     return Built(target, name, False, time.perf_counter() - start, abi_cdef)
 
 
