@@ -106,14 +106,15 @@ class EmittedC(CapturesMixin):
     # reachable, so gcc compiles the whole import closure again for every
     # importer; `only` keeps the ones a build needs.
     core: str = ""
-    wrappers: dict[str, tuple[str, str]] = field(default_factory=dict)  # name -> (C text, cdef line)
+    wrappers: dict[str, dict] = field(default_factory=dict)  # name -> its wrappers.c.j2 fields
     root_exports: tuple[str, ...] = ()      # the root module's functions: what nxc.load exposes
 
     def only(self, names) -> "EmittedC":
         """This program with the wrappers of `names` only (() for a gate build)."""
         names = [n for n in names if n in self.wrappers]
-        text = self.core + "".join(self.wrappers[n][0] for n in names)
-        cdef = "\n".join([*GATE_CDEF, *(self.wrappers[n][1] for n in names)]) + "\n"
+        wrapper_t = template("wrappers.c.j2") if names else None
+        text = self.core + "".join(wrapper_t.render(exports=[self.wrappers[n]]) for n in names)
+        cdef = "\n".join([*GATE_CDEF, *(f"int nxw_{n}({self.wrappers[n]['params']});" for n in names)]) + "\n"
         keep = set(names)
         return EmittedC(text, cdef, self.sites, [f for f in self.exports if f.decl.name in keep],
                         self.captures, self.capture_slots, self.core,
@@ -418,9 +419,11 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
 
 
-def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
+def emit_c(program: Program, unbox_f32: bool = True, all_wrappers: bool = True) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
-    (the plain path the unboxed code must agree with, bit for bit)."""
+    (the plain path the unboxed code must agree with, bit for bit).
+    all_wrappers=False: `text` is the core only, and `only(names)` writes the
+    wrappers a build needs (the backend's way: a gate build needs none)."""
     sites: list[Site] = []
     captures = dict(plan_program(program).captures)
     functions = []
@@ -455,10 +458,8 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
-    wrapper_t = template("wrappers.c.j2")
-    wrappers = {x["name"]: (wrapper_t.render(exports=[x]), f"int nxw_{x['name']}({x['params']});")
-                for x in exports}
     exported = [fn for fn in program.functions if fn is not program.entry]
     root_exports = tuple(fn.decl.name for fn in exported if fn.module is program.graph.root)
-    full = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core, wrappers, root_exports)
-    return full.only(wrappers)
+    lazy = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core,
+                    {x["name"]: x for x in exports}, root_exports)
+    return lazy.only(lazy.wrappers) if all_wrappers else lazy
