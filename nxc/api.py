@@ -111,10 +111,8 @@ class Module:
         self._backend = backend
         self.path = program.graph.root.source.path
         self.consts = {s.name: s.value for s in program.consts}
-        # The root module's own functions: an imported function is reached by
-        # loading its module (each build then exports only what it exposes).
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
-                          if fn is not program.entry and fn.module is program.graph.root}
+                          if fn is not program.entry}
 
     def __getattr__(self, name):
         if name.startswith("_"):

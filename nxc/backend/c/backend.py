@@ -24,8 +24,10 @@ class CBackend(base.Backend):
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         # Nothing exported that nobody calls: a gate needs its entry points
-        # only, the Python API the root module's functions (nxc/api.py).
-        selected = emitted.only(() if purpose == "gate" else emitted.root_exports)
+        # only. The Python API (nxc/api.py) can call every function of the
+        # import closure (a bench driver calls its imports' constructors), so
+        # an API build keeps them all: one build per nxc.load, not per gate.
+        selected = emitted.only(() if purpose == "gate" else emitted.wrappers)
         return c_build.build(selected, opt=opt, use_cache=use_cache, abi=purpose == "gate")
 
     def load(self, program, emitted, built) -> "CLoaded":

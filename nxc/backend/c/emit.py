@@ -107,7 +107,6 @@ class EmittedC(CapturesMixin):
     # importer; `only` keeps the ones a build needs.
     core: str = ""
     wrappers: dict[str, dict] = field(default_factory=dict)  # name -> its wrappers.c.j2 fields
-    root_exports: tuple[str, ...] = ()      # the root module's functions: what nxc.load exposes
 
     def only(self, names) -> "EmittedC":
         """This program with the wrappers of `names` only (() for a gate build)."""
@@ -118,7 +117,7 @@ class EmittedC(CapturesMixin):
         keep = set(names)
         return EmittedC(text, cdef, self.sites, [f for f in self.exports if f.decl.name in keep],
                         self.captures, self.capture_slots, self.core,
-                        {n: self.wrappers[n] for n in names}, self.root_exports)
+                        {n: self.wrappers[n] for n in names})
 
 
 class FunctionEmitter(FunctionEmitterBase):
@@ -459,7 +458,6 @@ def emit_c(program: Program, unbox_f32: bool = True, all_wrappers: bool = True) 
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
     exported = [fn for fn in program.functions if fn is not program.entry]
-    root_exports = tuple(fn.decl.name for fn in exported if fn.module is program.graph.root)
     lazy = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core,
-                    {x["name"]: x for x in exports}, root_exports)
+                    {x["name"]: x for x in exports})
     return lazy.only(lazy.wrappers) if all_wrappers else lazy
