@@ -104,7 +104,6 @@ def test_xdist_spreads_gates_across_workers(gates):
 
 
 def test_backend_both_gives_an_item_per_backend(gates):
-    pytest.importorskip("nxc.backend.py.run")
     result = gates.runpytest(*plugin_args(), "--nx-backend", "both", "-k", "pass or fail", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*pass.nx::main[[]c[]] PASSED*", "*pass.nx::main[[]py[]] PASSED*"])
