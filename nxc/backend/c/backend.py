@@ -20,7 +20,7 @@ class CBackend(base.Backend):
     name = "c"
 
     def emit(self, program):
-        return emit_c(program, all_wrappers=False)    # build() selects the wrappers it needs
+        return emit_c(program)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         # Nothing exported that nobody calls: a gate needs its entry points

@@ -418,11 +418,11 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
 
 
-def emit_c(program: Program, unbox_f32: bool = True, all_wrappers: bool = True) -> EmittedC:
+def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit).
-    all_wrappers=False: `text` is the core only, and `only(names)` writes the
-    wrappers a build needs (the backend's way: a gate build needs none)."""
+    `text` has every function's wrapper; `only(names)` keeps the ones a build
+    needs (a gate build needs none)."""
     sites: list[Site] = []
     captures = dict(plan_program(program).captures)
     functions = []
@@ -458,6 +458,6 @@ def emit_c(program: Program, unbox_f32: bool = True, all_wrappers: bool = True) 
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
     exported = [fn for fn in program.functions if fn is not program.entry]
-    lazy = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core,
+    bare = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, core,
                     {x["name"]: x for x in exports})
-    return lazy.only(lazy.wrappers) if all_wrappers else lazy
+    return bare.only(bare.wrappers)
