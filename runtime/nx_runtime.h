@@ -229,6 +229,104 @@ static inline int64_t nxrt_sys_write(int64_t fd, void *buf, int64_t n)
     return done;
 }
 
+/* ------------------------------------------------------------------------ */
+/* reading files (sys_file_*, nx_src/nx_file.nx)                             */
+/* ------------------------------------------------------------------------ */
+
+/* C11 stdio only (no POSIX: the header builds under plain -std=c11). A handle
+   is an index into a per-module table of FILE pointers. Every error is a
+   negative return code, as runtime/nx_externs.py lists them. */
+#include <stdio.h>
+
+#define NXRT_FILE_ERR_OPEN ((int64_t)-1)
+#define NXRT_FILE_ERR_ARG ((int64_t)-2)
+#define NXRT_FILE_ERR_IO ((int64_t)-3)
+#define NXRT_FILE_ERR_TOO_MANY ((int64_t)-4)
+#define NXRT_MAX_FILES 64
+
+static inline FILE **nxrt_file_table(void)
+{
+    static FILE *files[NXRT_MAX_FILES];
+    return files;
+}
+
+static inline FILE *nxrt_file_get(int64_t h)
+{
+    if (h < 0 || h >= NXRT_MAX_FILES)
+        return NULL;
+    return nxrt_file_table()[h];
+}
+
+static inline int64_t nxrt_sys_file_open(uint8_t *path, int64_t n)
+{
+    FILE **t = nxrt_file_table();
+    char *name;
+    int64_t h;
+    if (path == NULL || n <= 0 || n > 4096 || memchr(path, 0, (size_t)n) != NULL)
+        return NXRT_FILE_ERR_ARG;
+    for (h = 0; h < NXRT_MAX_FILES && t[h] != NULL; h++)
+        ;
+    if (h == NXRT_MAX_FILES)
+        return NXRT_FILE_ERR_TOO_MANY;
+    name = (char *)malloc((size_t)n + 1);
+    if (name == NULL)
+        return NXRT_FILE_ERR_IO;
+    memcpy(name, path, (size_t)n);
+    name[n] = 0;
+    t[h] = fopen(name, "rb");
+    free(name);
+    if (t[h] == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    /* glibc opens a directory for reading; its first read fails (EISDIR) */
+    if (fgetc(t[h]) == EOF && ferror(t[h])) {
+        fclose(t[h]);
+        t[h] = NULL;
+        return NXRT_FILE_ERR_OPEN;
+    }
+    return h;
+}
+
+static inline int64_t nxrt_sys_file_size(int64_t h)
+{
+    FILE *f = nxrt_file_get(h);
+    long end;
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0)
+        return NXRT_FILE_ERR_IO;
+    return (int64_t)end;
+}
+
+static inline int64_t nxrt_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n)
+{
+    FILE *f = nxrt_file_get(h);
+    size_t got;
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    if (offset < 0 || n < 0 || (buf == NULL && n > 0))
+        return NXRT_FILE_ERR_ARG;
+    if (n == 0)
+        return 0;
+    if (fseek(f, (long)offset, SEEK_SET) != 0)
+        return NXRT_FILE_ERR_IO;
+    got = fread(buf, 1, (size_t)n, f);
+    if (got < (size_t)n && ferror(f)) {
+        clearerr(f);
+        return NXRT_FILE_ERR_IO;
+    }
+    clearerr(f);
+    return (int64_t)got;
+}
+
+static inline int64_t nxrt_sys_file_close(int64_t h)
+{
+    FILE *f = nxrt_file_get(h);
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    nxrt_file_table()[h] = NULL;
+    return fclose(f) == 0 ? 0 : NXRT_FILE_ERR_IO;
+}
+
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
