@@ -53,13 +53,14 @@ def test_every_outcome_is_reported_and_the_run_goes_on(tree):
     assert "        r = 3\n        NX_OK = 0" in out
     # The compile error is its own outcome, with the diagnostic and its caret.
     assert "compile_error.nx:3:12: error: undefined name 'coutn'; did you mean 'count'?" in out
-    assert "CRASH (SIGSEGV)" in out
+    assert "crash.nx:3:5: runtime error: write of i64 through a null pointer (address 0x0)" in out
     assert "TIMEOUT: the gate did not finish in 1.5 s" in out
+    assert f"  at hang.nx:{line_of('hang.nx', 'while')}:5 in main" in out      # where it was stopped
     assert "divzero.nx:3:15: runtime error: division by zero" in out
     assert "Traceback" not in out + proc.stderr
     last = out.rstrip().splitlines()[-1]
     assert SUMMARY.match(last), last
-    assert last.startswith("2 passed, 1 failed, 1 compile error, 1 runtime error, 1 crash, 1 timeout in ")
+    assert last.startswith("2 passed, 1 failed, 1 compile error, 2 runtime errors, 1 timeout in ")
 
 
 def test_json_lines_and_junit_xml_in_parallel(tree, tmp_path):
@@ -72,7 +73,7 @@ def test_json_lines_and_junit_xml_in_parallel(tree, tmp_path):
     assert fail["value"] == 10 and fail["location"] == f"fail.nx:{line_of('fail.nx', 'return 10')}"
     assert fail["captured"] == [{"text": "r", "value": 3}, {"text": "NX_OK", "value": 0}]
     assert results["lib.nx"]["kind"] == "library" and results["pass.nx"]["kind"] == "gate"
-    assert results["crash.nx"]["message"] == "SIGSEGV"
+    assert "through a null pointer" in results["crash.nx"]["message"]
     assert "undefined name 'coutn'" in results["compile_error.nx"]["report"]
     assert SUMMARY.match(proc.stderr.strip().splitlines()[-1])
 
@@ -109,7 +110,7 @@ def test_exitfirst_in_parallel_kills_what_is_running(tree):
     # hang.nx would hold a worker for 60 s; -x must not wait for it.
     proc = nxc_test("-x", "-j", "2", "--json", "-k", "hang or crash", timeout=50, cwd=tree)
     assert proc.returncode == 1
-    assert [r["status"] for r in json_results(proc).values()] == ["CRASH"]
+    assert [r["status"] for r in json_results(proc).values()] == ["RUNTIME-ERROR"]
 
 
 def test_parallel_jobs_overlap(tmp_path):
@@ -300,3 +301,21 @@ def test_render_expr_keeps_needed_parentheses(write_nx):
     guard = program.gate_returns[0].guard
     assert [expr_text(e) for e in guard_operands(guard, program.info)] == [
         "(a + b) * 2", "f(a - (b - 1))", "a & 0x7F", "-b", "-(a + b)", "p[a << 1]"]
+
+
+def test_unchecked_crash_is_a_crash_located_by_a_checked_rerun(tree):
+    proc = nxc_test("--unchecked", "--json", "-k", "crash", cwd=tree)
+    results = json_results(proc)
+    crash = results["crash.nx"]
+    assert crash["status"] == "CRASH" and crash["message"] == "SIGSEGV"
+    assert "the checked build (run again to locate the crash) stopped at:" in crash["report"]
+    assert "crash.nx:3:5: runtime error: write of i64 through a null pointer" in crash["report"]
+    assert crash["stack"] == [{"file": "crash.nx", "line": 3, "column": 5, "function": "main"}]
+
+
+def test_timeout_json_names_where_the_gate_was(tree):
+    proc = nxc_test("--json", "--timeout", "0.5", "-k", "hang", cwd=tree)
+    hang = json_results(proc)["hang.nx"]
+    assert hang["status"] == "TIMEOUT"
+    assert hang["stack"] == [{"file": "hang.nx", "line": line_of("hang.nx", "while"), "column": 5, "function": "main"}]
+    assert hang["message"].endswith(f"stopped in main at hang.nx:{line_of('hang.nx', 'while')}")

@@ -5,6 +5,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+/* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
+#define NXRT_CHECKED 1
+#define NXRT_SITES 11
 #include "nx_runtime.h"
 
 /* ---- run-time errors ----
@@ -133,19 +136,23 @@ static int64_t nxf_main(void);
 #line 11 "<golden>/f32_dot.nx"
 static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
 {
+    uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
+    uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
+    volatile int32_t *nx_fr = nxrt_enter(0);
 #line 12 "<golden>/f32_dot.nx"
     float lf_acc = ((float)(int32_t)INT64_C(0));
 #line 13 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 14 "<golden>/f32_dot.nx"
+    *nx_fr = 1;
     while (l_i < l_n) {
 #line 15 "<golden>/f32_dot.nx"
-        lf_acc = (lf_acc + (nxrt_f32_from_bits(l_a[l_i]) * nxrt_f32_from_bits(l_b[l_i])));
+        lf_acc = (lf_acc + (nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 2)) * nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 3))));
 #line 16 "<golden>/f32_dot.nx"
         l_i = ((int64_t)(l_i + INT64_C(1)));
     }
 #line 18 "<golden>/f32_dot.nx"
-    return nxrt_f32_to_bits(lf_acc);
+    { int64_t nx_r = nxrt_f32_to_bits(lf_acc); nxrt_leave(); return nx_r; }
 }
 
 #line 21 "<golden>/f32_dot.nx"
@@ -154,42 +161,49 @@ static int64_t nxf_main(void)
     int64_t nx_t0;
     float nx_t1;
     _Bool nx_t2;
+    uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
+    uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
+    volatile int32_t *nx_fr = nxrt_enter(4);
 #line 22 "<golden>/f32_dot.nx"
-    int64_t * l_a = ((int64_t *)nxrt_sys_mmap(INT64_C(64)));
+    int64_t * l_a = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(64), 5));
 #line 23 "<golden>/f32_dot.nx"
     int64_t * l_b = ((int64_t *)(intptr_t)((int64_t)(((int64_t)(intptr_t)l_a) + INT64_C(32))));
 #line 24 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 25 "<golden>/f32_dot.nx"
+    *nx_fr = 6;
     while (l_i < INT64_C(4)) {
 #line 26 "<golden>/f32_dot.nx"
-        l_a[l_i] = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
+        NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 7) = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
 #line 27 "<golden>/f32_dot.nx"
-        l_b[l_i] = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
+        NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 8) = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
 #line 28 "<golden>/f32_dot.nx"
         l_i = ((int64_t)(l_i + INT64_C(1)));
     }
 #line 30 "<golden>/f32_dot.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t0 = nxrt_nx_f32_to_i32(nxf_dot(l_a, l_b, INT64_C(4))), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(20)))) {
-        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, ((nx_t0 = nxrt_nx_f32_to_i32((*nx_fr = 9, nxf_dot(l_a, l_b, INT64_C(4)))), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(20)))) {
+        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nxrt_leave(); return nx_r; }
     }
 #line 31 "<golden>/f32_dot.nx"
-    if ((nx_gate_cap_mask = 0u, (nx_t2 = ((nx_t1 = nxrt_f32_from_bits(nxf_dot(l_a, l_b, INT64_C(4))), nx_t1) < ((float)(int32_t)INT64_C(19))), nx_gate_captured[0] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(1), nx_t2))) {
-        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, (nx_t2 = ((nx_t1 = nxrt_f32_from_bits((*nx_fr = 10, nxf_dot(l_a, l_b, INT64_C(4)))), nx_t1) < ((float)(int32_t)INT64_C(19))), nx_gate_captured[0] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(1), nx_t2))) {
+        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nxrt_leave(); return nx_r; }
     }
 #line 32 "<golden>/f32_dot.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 2; return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 2; nxrt_leave(); return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ---- */
 #define NX_GUARDED(call) do { \
         jmp_buf env; jmp_buf *saved = nx_trap_env; \
         nx_trap_env = &env; \
+        NX_STACK_RESET(); \
         if (setjmp(env)) { nx_trap_env = saved; return 1; } \
         call; \
         nx_trap_env = saved; \
         return 0; \
     } while (0)
+
+#define NX_STACK_RESET() nxrt_stack_reset()
 
 /* Exported for cffi's dlopen (ABI mode) as well as its API-mode wrappers. */
 #define NX_EXPORT __attribute__((visibility("default")))
@@ -205,8 +219,42 @@ NX_EXPORT int64_t nxc_gate_captured(int slot)
 }
 NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
 NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
+/* Checked mode: the last fault, the shadow stack, the Python API's buffers. */
+NX_EXPORT int nxc_checked(void) { return 1; }
+NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
+NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
+NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
+NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
+NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
+NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }
+NX_EXPORT void nxc_buf_clear(void) { nxrt_buf_clear(); }
+NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { return nxrt_probe((uintptr_t)p, size, align); }
 NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 NX_EXPORT int nxw_dot(void * a0, void * a1, int64_t a2, int64_t *out)
 {
     NX_GUARDED(*out = (int64_t)nxf_dot((int64_t *)a0, (int64_t *)a1, (int64_t)a2));
+}
+NX_EXPORT int nxw_nx_f32_add(int64_t a0, int64_t a1, int64_t *out)
+{
+    NX_GUARDED(*out = (int64_t)nxrt_nx_f32_add((int64_t)a0, (int64_t)a1));
+}
+NX_EXPORT int nxw_nx_f32_mul(int64_t a0, int64_t a1, int64_t *out)
+{
+    NX_GUARDED(*out = (int64_t)nxrt_nx_f32_mul((int64_t)a0, (int64_t)a1));
+}
+NX_EXPORT int nxw_nx_f32_lt(int64_t a0, int64_t a1, _Bool *out)
+{
+    NX_GUARDED(*out = (_Bool)nxrt_nx_f32_lt((int64_t)a0, (int64_t)a1));
+}
+NX_EXPORT int nxw_nx_i32_to_f32(int64_t a0, int64_t *out)
+{
+    NX_GUARDED(*out = (int64_t)nxrt_nx_i32_to_f32((int64_t)a0));
+}
+NX_EXPORT int nxw_nx_f32_to_i32(int64_t a0, int64_t *out)
+{
+    NX_GUARDED(*out = (int64_t)nxrt_nx_f32_to_i32((int64_t)a0));
+}
+NX_EXPORT int nxw_sys_mmap(int64_t a0, void * *out)
+{
+    NX_GUARDED(*out = (void *)nxrt_chk_sys_mmap((int64_t)a0, -1));
 }

@@ -5,6 +5,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+/* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
+#define NXRT_CHECKED 1
+#define NXRT_SITES 3
 #include "nx_runtime.h"
 
 /* ---- run-time errors ----
@@ -152,6 +155,7 @@ static int64_t nxf_main(void)
     int64_t nx_t6;
     uint64_t nx_t7;
     int64_t nx_t8;
+    volatile int32_t *nx_fr = nxrt_enter(0);
 #line 15 "<golden>/guards.nx"
     int64_t l_a = INT64_C(7);
 #line 16 "<golden>/guards.nx"
@@ -159,38 +163,41 @@ static int64_t nxf_main(void)
 #line 17 "<golden>/guards.nx"
     _Bool l_ok = (l_a < INT64_C(100));
 #line 18 "<golden>/guards.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t0 = nxf_bump(l_a), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(8)))) {
-        { int64_t nx_r = INT64_C(10); nx_gate_site = 0; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, ((nx_t0 = (*nx_fr = 1, nxf_bump(l_a)), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(8)))) {
+        { int64_t nx_r = INT64_C(10); nx_gate_site = 0; nxrt_leave(); return nx_r; }
     }
 #line 19 "<golden>/guards.nx"
-    if ((nx_gate_cap_mask = 0u, (((nx_t1 = l_a, nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) > (nx_t2 = INT64_C(100), nx_gate_captured[1] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(2), nx_t2)) || ((nx_t3 = nxf_bump(l_a), nx_gate_captured[2] = (int64_t)nx_t3, nx_gate_cap_mask |= UINT32_C(4), nx_t3) > (nx_t4 = INT64_C(100), nx_gate_captured[3] = (int64_t)nx_t4, nx_gate_cap_mask |= UINT32_C(8), nx_t4))))) {
-        { int64_t nx_r = INT64_C(11); nx_gate_site = 1; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, (((nx_t1 = l_a, nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) > (nx_t2 = INT64_C(100), nx_gate_captured[1] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(2), nx_t2)) || ((nx_t3 = (*nx_fr = 2, nxf_bump(l_a)), nx_gate_captured[2] = (int64_t)nx_t3, nx_gate_cap_mask |= UINT32_C(4), nx_t3) > (nx_t4 = INT64_C(100), nx_gate_captured[3] = (int64_t)nx_t4, nx_gate_cap_mask |= UINT32_C(8), nx_t4))))) {
+        { int64_t nx_r = INT64_C(11); nx_gate_site = 1; nxrt_leave(); return nx_r; }
     }
 #line 20 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((!(nx_t5 = l_ok, nx_gate_captured[0] = (int64_t)nx_t5, nx_gate_cap_mask |= UINT32_C(1), nx_t5)) && ((nx_t6 = l_a, nx_gate_captured[1] = (int64_t)nx_t6, nx_gate_cap_mask |= UINT32_C(2), nx_t6) != INT64_C(7))))) {
-        { int64_t nx_r = INT64_C(12); nx_gate_site = 2; return nx_r; }
+        { int64_t nx_r = INT64_C(12); nx_gate_site = 2; nxrt_leave(); return nx_r; }
     }
 #line 21 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t7 = l_big, nx_gate_captured[0] = (int64_t)nx_t7, nx_gate_cap_mask |= UINT32_C(1), nx_t7) < UINT64_C(16)))) {
-        { int64_t nx_r = INT64_C(13); nx_gate_site = 3; return nx_r; }
+        { int64_t nx_r = INT64_C(13); nx_gate_site = 3; nxrt_leave(); return nx_r; }
     }
 #line 22 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t8 = ((int64_t)(((int64_t)(nxg_bumps * INT64_C(2))) + l_a)), nx_gate_captured[0] = (int64_t)nx_t8, nx_gate_cap_mask |= UINT32_C(1), nx_t8) != INT64_C(11)))) {
-        { int64_t nx_r = INT64_C(14); nx_gate_site = 4; return nx_r; }
+        { int64_t nx_r = INT64_C(14); nx_gate_site = 4; nxrt_leave(); return nx_r; }
     }
 #line 23 "<golden>/guards.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 5; return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 5; nxrt_leave(); return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ---- */
 #define NX_GUARDED(call) do { \
         jmp_buf env; jmp_buf *saved = nx_trap_env; \
         nx_trap_env = &env; \
+        NX_STACK_RESET(); \
         if (setjmp(env)) { nx_trap_env = saved; return 1; } \
         call; \
         nx_trap_env = saved; \
         return 0; \
     } while (0)
+
+#define NX_STACK_RESET() nxrt_stack_reset()
 
 /* Exported for cffi's dlopen (ABI mode) as well as its API-mode wrappers. */
 #define NX_EXPORT __attribute__((visibility("default")))
@@ -206,6 +213,16 @@ NX_EXPORT int64_t nxc_gate_captured(int slot)
 }
 NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
 NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
+/* Checked mode: the last fault, the shadow stack, the Python API's buffers. */
+NX_EXPORT int nxc_checked(void) { return 1; }
+NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
+NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
+NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
+NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
+NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
+NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }
+NX_EXPORT void nxc_buf_clear(void) { nxrt_buf_clear(); }
+NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { return nxrt_probe((uintptr_t)p, size, align); }
 NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 NX_EXPORT int nxw_bump(int64_t a0, int64_t *out)
 {

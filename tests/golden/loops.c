@@ -5,6 +5,9 @@
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
+/* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
+#define NXRT_CHECKED 1
+#define NXRT_SITES 15
 #include "nx_runtime.h"
 
 /* ---- run-time errors ----
@@ -143,10 +146,12 @@ static int64_t nxf_main(void);
 #line 6 "<golden>/loops.nx"
 static void nxf_add(struct nxs_Acc * l_acc, int64_t l_v)
 {
+    uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
+    uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
 #line 7 "<golden>/loops.nx"
-    l_acc->f_total = ((int64_t)(l_acc->f_total + l_v));
+    NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 1) = ((int64_t)(NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 0) + l_v));
 #line 8 "<golden>/loops.nx"
-    l_acc->f_count = ((int32_t)(l_acc->f_count + ((int32_t)1)));
+    NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 3) = ((int32_t)(NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 2) + ((int32_t)1)));
 #line 9 "<golden>/loops.nx"
     nxg_calls = ((int64_t)(nxg_calls + INT64_C(1)));
 }
@@ -154,14 +159,16 @@ static void nxf_add(struct nxs_Acc * l_acc, int64_t l_v)
 #line 12 "<golden>/loops.nx"
 static int64_t nxf_sum_odd(int64_t l_n, struct nxs_Acc * l_acc)
 {
+    uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
+    volatile int32_t *nx_fr = nxrt_enter(4);
 #line 13 "<golden>/loops.nx"
     int64_t l_i = INT64_C(0);
 #line 14 "<golden>/loops.nx"
-    while (l_i < l_n) {
+    while ((*nx_fr = 5, l_i < l_n)) {
 #line 15 "<golden>/loops.nx"
         l_i = ((int64_t)(l_i + INT64_C(1)));
 #line 16 "<golden>/loops.nx"
-        if (nx_rem_i64(l_i, INT64_C(2), 0) == INT64_C(0)) {
+        if (nx_rem_i64(l_i, INT64_C(2), 6) == INT64_C(0)) {
             continue;
         }
 #line 17 "<golden>/loops.nx"
@@ -169,10 +176,10 @@ static int64_t nxf_sum_odd(int64_t l_n, struct nxs_Acc * l_acc)
             break;
         }
 #line 18 "<golden>/loops.nx"
-        (void)(nxf_add(l_acc, l_i));
+        (void)((*nx_fr = 7, nxf_add(l_acc, l_i)));
     }
 #line 20 "<golden>/loops.nx"
-    return l_acc->f_total;
+    { int64_t nx_r = NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 8); nxrt_leave(); return nx_r; }
 }
 
 #line 23 "<golden>/loops.nx"
@@ -181,39 +188,45 @@ static int64_t nxf_main(void)
     int64_t nx_t0;
     int32_t nx_t1;
     int64_t nx_t2;
+    uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
+    uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
+    volatile int32_t *nx_fr = nxrt_enter(9);
 #line 24 "<golden>/loops.nx"
-    int64_t * l_buf = ((int64_t *)nxrt_sys_mmap(INT64_C(16)));
+    int64_t * l_buf = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(16), 10));
 #line 25 "<golden>/loops.nx"
     struct nxs_Acc * l_acc = ((struct nxs_Acc *)l_buf);
 #line 26 "<golden>/loops.nx"
-    l_acc->f_total = INT64_C(0);
+    NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 11) = INT64_C(0);
 #line 27 "<golden>/loops.nx"
-    l_acc->f_count = ((int32_t)0);
+    NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 12) = ((int32_t)0);
 #line 28 "<golden>/loops.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t0 = nxf_sum_odd(INT64_C(20), l_acc), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(25)))) {
-        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, ((nx_t0 = (*nx_fr = 13, nxf_sum_odd(INT64_C(20), l_acc)), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(25)))) {
+        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nxrt_leave(); return nx_r; }
     }
 #line 29 "<golden>/loops.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t1 = l_acc->f_count, nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != ((int32_t)5)))) {
-        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; return nx_r; }
+    if ((nx_gate_cap_mask = 0u, ((nx_t1 = NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 14), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != ((int32_t)5)))) {
+        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nxrt_leave(); return nx_r; }
     }
 #line 30 "<golden>/loops.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t2 = nxg_calls, nx_gate_captured[0] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(1), nx_t2) != INT64_C(5)))) {
-        { int64_t nx_r = INT64_C(3); nx_gate_site = 2; return nx_r; }
+        { int64_t nx_r = INT64_C(3); nx_gate_site = 2; nxrt_leave(); return nx_r; }
     }
 #line 31 "<golden>/loops.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 3; return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 3; nxrt_leave(); return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ---- */
 #define NX_GUARDED(call) do { \
         jmp_buf env; jmp_buf *saved = nx_trap_env; \
         nx_trap_env = &env; \
+        NX_STACK_RESET(); \
         if (setjmp(env)) { nx_trap_env = saved; return 1; } \
         call; \
         nx_trap_env = saved; \
         return 0; \
     } while (0)
+
+#define NX_STACK_RESET() nxrt_stack_reset()
 
 /* Exported for cffi's dlopen (ABI mode) as well as its API-mode wrappers. */
 #define NX_EXPORT __attribute__((visibility("default")))
@@ -229,6 +242,16 @@ NX_EXPORT int64_t nxc_gate_captured(int slot)
 }
 NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
 NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
+/* Checked mode: the last fault, the shadow stack, the Python API's buffers. */
+NX_EXPORT int nxc_checked(void) { return 1; }
+NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
+NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
+NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
+NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
+NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
+NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }
+NX_EXPORT void nxc_buf_clear(void) { nxrt_buf_clear(); }
+NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { return nxrt_probe((uintptr_t)p, size, align); }
 NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 NX_EXPORT int nxw_add(void * a0, int64_t a1)
 {
@@ -237,4 +260,8 @@ NX_EXPORT int nxw_add(void * a0, int64_t a1)
 NX_EXPORT int nxw_sum_odd(int64_t a0, void * a1, int64_t *out)
 {
     NX_GUARDED(*out = (int64_t)nxf_sum_odd((int64_t)a0, (struct nxs_Acc *)a1));
+}
+NX_EXPORT int nxw_sys_mmap(int64_t a0, void * *out)
+{
+    NX_GUARDED(*out = (void *)nxrt_chk_sys_mmap((int64_t)a0, -1));
 }
