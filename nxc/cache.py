@@ -221,6 +221,24 @@ def cache_clear() -> dict:
 PRUNE_EVERY = 256      # writes between two looks at a cache part's size
 
 
+# The number of modules the current run works on (nxc test over a tree sets
+# it before forking its workers). Every cache part's bound is at least twice
+# that, so one full run of a tree never evicts what the next run needs: a
+# fixed bound made any tree of more than ~1,000 modules never fully warm.
+_working_set = 0
+
+
+def expect_entries(modules: int) -> None:
+    """This run touches `modules` modules: raise every cache bound to fit them."""
+    global _working_set
+    _working_set = max(_working_set, modules)
+
+
+def scaled_bound(default: int) -> int:
+    """A cache part's bound: its default, or twice the run's modules if larger."""
+    return max(default, 2 * _working_set)
+
+
 def prune_due(writes: int) -> bool:
     """Whether a cache part should be checked after its `writes`-th write in
     this process: the first, then every PRUNE_EVERY (a look is one directory

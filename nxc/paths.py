@@ -47,7 +47,7 @@ def templates_dir() -> str:
 # The cache folder lives in nxc/cache.py (with what makes its entries
 # trustworthy); these names stay importable from here.
 from nxc.cache import (CACHE_PARTS, cache_clear, cache_dir, cache_info, prune_due,  # noqa: E402,F401
-                       prune_least_recent, write_atomically)
+                       prune_least_recent, write_atomically, expect_entries, scaled_bound)
 
 
 def digest_of_files(*paths: str) -> str:

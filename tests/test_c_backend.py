@@ -231,6 +231,44 @@ def test_build_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch,
     assert not build(emitted[1]).cached             # and simply built again
 
 
+def test_build_cache_bound_grows_with_the_tree_a_run_works_on(write_nx, monkeypatch, tmp_path):
+    """A run over N modules keeps at least 2N builds: one full run of a tree
+    bigger than the default bound must not evict its own gates."""
+    from nxc import paths
+    from nxc.backend.c import build as build_c
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build_c, "MAX_BUILDS", 2)
+    monkeypatch.setattr(paths, "PRUNE_EVERY", 1)
+    monkeypatch.setattr(paths, "_working_set", 0)
+    assert paths.scaled_bound(2) == 2
+    paths.expect_entries(3)                         # what `nxc test` does for a tree of 3
+    assert paths.scaled_bound(2) == 6
+    emitted = [emit_c(check_file(write_nx(f"func main() -> i64 {{ return {i} - {i} }}\n", name=f"w{i}.nx"),
+                                 diags=Diagnostics())) for i in range(6)]
+    built = [build(e, abi=True) for e in emitted]
+    assert all(os.path.isfile(b.path) for b in built)    # six builds, a default bound of two: all kept
+    assert all(build(e, abi=True).cached for e in emitted)
+
+
+def test_gate_build_exports_entry_points_only(write_nx):
+    """A wrapper makes its function (and all it calls) reachable, so gcc would
+    compile the whole import closure again for every importer."""
+    from nxc.backend.registry import backend_for
+    write_nx("func dep_f(x: i64) -> i64 { return x + 1 }\n", name="dep.nx")
+    path = write_nx('import "dep.nx"\nfunc top_f(x: i64) -> i64 { return dep_f(x) }\n'
+                    'func main() -> i64 { return top_f(1) - 2 }\n', name="top.nx")
+    emitted = emit_c(check_file(path, diags=Diagnostics()))
+    assert "nxw_dep_f" in emitted.text and "nxw_top_f" in emitted.text   # emit_c alone: all, as before
+    gate, api = emitted.only(()), emitted.only(["top_f"])
+    assert "nxw_" not in gate.text and "nxw_" not in gate.cdef
+    assert "nxw_top_f" in api.text and "nxw_dep_f" not in api.text and "nxw_dep_f" not in api.cdef
+    loaded = backend_for("c").prepare(check_file(path, diags=Diagnostics()), purpose="gate").loaded
+    assert loaded.run_main() == 0
+    import nxc
+    m = nxc.load(path)                  # the API offers the imports' functions too
+    assert m.top_f(4) == 5 and m.dep_f(4) == 5
+
+
 def test_cli_run_exit_status_and_fail_line(write_nx):
     path = write_nx("func main() -> i64 {\n    if 1 + 1 == 2 { return 7 }\n    return 0\n}\n")
     # run from the file's folder: the message names the path as the user typed it

@@ -12,6 +12,7 @@ from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_TESTS, EXIT_OK, EXIT_USAGE
 from nxc.gates.report import Reporter, write_junit
+from nxc.paths import expect_entries
 
 
 def options_from_args(args) -> Options:
@@ -154,6 +155,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
 
     start = time.perf_counter()
     interrupted = False
+    expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     execute.warm_up()
     try:
         if workers == 1:

@@ -18,7 +18,7 @@ from nxc import __version__
 from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
-from nxc.cache import cache_dir, prune_due, prune_least_recent, seal, unseal, write_atomically
+from nxc.cache import cache_dir, prune_due, prune_least_recent, scaled_bound, seal, unseal, write_atomically
 from nxc.paths import bundled_dir, digest_of_files, grammar_file
 
 
@@ -161,7 +161,7 @@ def _store_on_disk(path: str, blob: bytes) -> None:
 
 def prune_parse_cache(folder: str, keep: int | None = None) -> int:
     """Keep at most `keep` (default DISK_MAX_FILES) parsed modules in `folder`."""
-    return prune_least_recent(folder, DISK_MAX_FILES if keep is None else keep,
+    return prune_least_recent(folder, scaled_bound(DISK_MAX_FILES) if keep is None else keep,
                               lambda name: name.endswith(".pickle") and not name.startswith("grammar-"))
 
 

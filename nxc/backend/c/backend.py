@@ -36,7 +36,12 @@ class CBackend(base.Backend):
         return emit_c(program, checked=self.checked)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
-        return c_build.build(emitted, opt=opt, use_cache=use_cache, abi=purpose == "gate")
+        # Nothing exported that nobody calls: a gate needs its entry points
+        # only. The Python API (nxc/api.py) can call every function of the
+        # import closure (a bench driver calls its imports' constructors), so
+        # an API build keeps them all: one build per nxc.load, not per gate.
+        selected = emitted.only(() if purpose == "gate" else emitted.wrappers)
+        return c_build.build(selected, opt=opt, use_cache=use_cache, abi=purpose == "gate")
 
     def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
         # The build cache's own key: C text, runtime header, compiler, flags, versions.

@@ -38,8 +38,8 @@ import cffi
 
 from nxc import __version__
 from nxc.backend.c.emit import GATE_CDEF, EmittedC
-from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, stamp, stamped,
-                       write_atomically)
+from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, stamp,
+                       stamped, write_atomically)
 from nxc.diagnostics import ToolError
 from nxc.paths import runtime_dir
 
@@ -152,7 +152,8 @@ def _runtime_header_text() -> str:
 
 
 # Built modules kept in the cache folder; past it the least recently used go
-# (paths.prune_least_recent). A build is ~60-200 KB.
+# (paths.prune_least_recent). A build is ~60-200 KB. The bound grows with
+# the tree a run works on (paths.scaled_bound).
 MAX_BUILDS = 1024
 _build_count = 0
 
@@ -223,7 +224,7 @@ def _compile(emitted: EmittedC, opt: str, abi: bool, name: str, suffix: str) -> 
     stamp(target)
     _build_count += 1
     if prune_due(_build_count):
-        prune_least_recent(folder, MAX_BUILDS, lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
+        prune_least_recent(folder, scaled_bound(MAX_BUILDS), lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
     return target
 
 

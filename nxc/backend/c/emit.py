@@ -109,7 +109,7 @@ class Site:
 
 @dataclass
 class EmittedC(CapturesMixin):
-    text: str
+    text: str               # core + every function's API wrapper (what emit_c's callers compile)
     cdef: str               # declarations of the exported entry points, for cffi
     sites: list[Site]       # index -> position, for trap messages
     exports: list[Function] = field(default_factory=list)
@@ -117,6 +117,23 @@ class EmittedC(CapturesMixin):
     captures: dict[int, list[CapturedOperand]] = field(default_factory=dict)
     capture_slots: int = CAPTURE_SLOTS
     checked: bool = False   # built with the memory checks and the shadow stack
+    # The program without any nxw_ wrapper (gate entry points only), and each
+    # function's wrapper: a wrapper makes its function and all it calls
+    # reachable, so gcc compiles the whole import closure again for every
+    # importer; `only` keeps the ones a build needs.
+    core: str = ""
+    wrappers: dict[str, dict] = field(default_factory=dict)  # name -> its wrappers.c.j2 fields
+
+    def only(self, names) -> "EmittedC":
+        """This program with the wrappers of `names` only (() for a gate build)."""
+        names = [n for n in names if n in self.wrappers]
+        wrapper_t = template("wrappers.c.j2") if names else None
+        text = self.core + "".join(wrapper_t.render(exports=[self.wrappers[n]]) for n in names)
+        cdef = "\n".join([*GATE_CDEF, *(f"int nxw_{n}({self.wrappers[n]['params']});" for n in names)]) + "\n"
+        keep = set(names)
+        return EmittedC(text, cdef, self.sites, [f for f in self.exports if f.decl.name in keep],
+                        self.captures, self.capture_slots, self.checked, self.core,
+                        {n: self.wrappers[n] for n in names})
 
 
 class FunctionEmitter(FunctionEmitterBase):
@@ -595,6 +612,8 @@ FAULT_INFO_WORDS = 10
 def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit).
+    `text` has every function's wrapper; `only(names)` keeps the ones a build
+    needs (a gate build needs none).
     checked=True checks every memory access and keeps the .nx call stack
     (runtime/nx_runtime.h, NXRT_CHECKED)."""
     sites: list[Site] = []
@@ -642,16 +661,15 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
         exports.append({"name": sym.name, "params": ", ".join(params) or "void", "call": call,
                         "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
     root = program.graph.root.source.path
-    text = template("module.c.j2").render(
+    core = template("module.c.j2").render(
         version=__version__, root=comment_text(os.path.basename(root)), structs=structs, globals=globals_,
-        functions=functions, exports=exports, has_entry=program.entry is not None,
+        functions=functions, has_entry=program.entry is not None,
         site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
                    ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
-    cdef = list(GATE_CDEF)
-    for x in exports:
-        cdef.append(f"int nxw_{x['name']}({x['params']});")
-    return EmittedC(text, "\n".join(cdef) + "\n", sites,
-                    [fn for fn in program.functions if fn is not program.entry], captures, checked=checked)
+    exported = [fn for fn in program.functions if fn is not program.entry]
+    bare = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, checked, core,
+                    {x["name"]: x for x in exports})
+    return bare.only(bare.wrappers)

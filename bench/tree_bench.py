@@ -1,0 +1,118 @@
+"""Whole-tree figures: `nxc test TREE -q -j 2` on generated trees (bench/gen_tree.py).
+
+    python bench/tree_bench.py                      # N = 50 and 200, random graph
+    python bench/tree_bench.py --sizes 50 200 800 --graph random
+    python bench/tree_bench.py --sizes 800 --graph clustered --out /tmp/trees
+
+For each N: a fresh tree and a fresh cache folder, then four runs in order
+- cold: nothing cached;
+- no change: the same command again;
+- leaf body edited: `gen_tree.py --edit body` on t0000.nx, the bottom
+  module every chain of imports ends in (the interface stays the same);
+- leaf interface edited: `gen_tree.py --edit interface` on t0000.nx (a new
+  exported const);
+each with wall time, CPU time (user + system of nxc and everything it ran,
+compilers included: os.wait4's rusage), the peak RSS of the largest process,
+and the cache folder's size on disk after the run. Every run must pass all
+its gates: a row of a run that failed is an error, not a figure.
+
+Wall time on a shared machine depends on the load; CPU time is the figure to
+compare between runs made at different times.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def nxc_command() -> list[str]:
+    return [sys.executable, "-m", "nxc"]
+
+
+def folder_bytes(folder: str) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(folder):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(dirpath, f))
+            except OSError:
+                pass
+    return total
+
+
+def timed(cmd: list[str], env: dict) -> dict:
+    """Run `cmd`; wall, CPU (the whole process tree it waited for), peak RSS, output."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read().decode("utf-8", "replace")
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - start
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+            "status": proc.returncode, "output": out}
+
+
+def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[dict]:
+    tree = os.path.join(out_dir, f"tree{n}-{graph}")
+    cache = os.path.join(out_dir, f"cache{n}-{graph}")
+    shutil.rmtree(tree, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    gen = [sys.executable, os.path.join(HERE, "gen_tree.py")]
+    made = subprocess.run(gen + [tree, "--modules", str(n), "--graph", graph, "--seed", str(seed)],
+                          check=True, capture_output=True, text=True)
+    print("# " + (made.stdout + made.stderr).strip().replace("\n", "\n# "), flush=True)
+    env = dict(os.environ, NXC_CACHE_DIR=cache)
+    test = nxc_command() + ["test", tree, "-q", "-j", str(jobs)]
+    leaf = os.path.join(tree, "t0000.nx")
+    rows = []
+    for step, edit in (("cold", None), ("no change", None), ("leaf body edited", "body"),
+                       ("leaf interface edited", "interface")):
+        if edit:
+            subprocess.run(gen + ["--edit", edit, leaf], check=True, capture_output=True)
+        r = timed(test, env)
+        if r["status"] != 0:
+            sys.exit(f"{step} run of the {n}-module tree failed (exit {r['status']}):\n{r['output'][-3000:]}")
+        r.update(n=n, graph=graph, step=step, cache_mb=folder_bytes(cache) / 1e6)
+        rows.append(r)
+        print(f"{n:>4} {graph:<9} {step:<22} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
+              f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| N | graph | run | wall | CPU | peak RSS | cache on disk |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['n']} | {r['graph']} | {r['step']} | {r['wall']:.1f} s | {r['cpu']:.1f} s "
+                     f"| {r['rss_mb']:.0f} MB | {r['cache_mb']:.1f} MB |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 200], help="tree sizes (default: 50 200)")
+    ap.add_argument("--graph", choices=("random", "clustered"), default="random")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("-j", "--jobs", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join("/tmp", "nxc-tree-bench"),
+                    help="where trees and their cache folders go (default: /tmp/nxc-tree-bench)")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    for n in args.sizes:
+        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs)
+    print()
+    print(markdown(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
