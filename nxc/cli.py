@@ -303,6 +303,8 @@ def cmd_run(args) -> int:
     except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
         _report_compile_error(exc)
         return P.RUN_COMPILE_ERROR
+    except ToolError:
+        raise                           # the user's setup (no compiler...): one line, from main()
     except Exception as exc:  # noqa: BLE001 - a bug in nxc (the C compiler rejected generated code ...)
         r = gates_execute.Result(args.file, args.file, "gate", args.backend, Status.INTERNAL_ERROR)
         print(gates_execute.internal_error(r, exc, 0.0).report, file=sys.stderr)

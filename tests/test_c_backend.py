@@ -234,7 +234,7 @@ def test_build_cache_is_bounded_least_recently_used_first(write_nx, monkeypatch,
 def test_build_cache_bound_grows_with_the_tree_a_run_works_on(write_nx, monkeypatch, tmp_path):
     """A run over N modules keeps at least 2N builds: one full run of a tree
     bigger than the default bound must not evict its own gates."""
-    from nxc import paths
+    from nxc import cache as paths         # the cache's bounds live in nxc/cache.py
     from nxc.backend.c import build as build_c
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(build_c, "MAX_BUILDS", 2)

@@ -36,13 +36,16 @@ def _closures(tree: str) -> dict[str, set[str]]:
 
 
 def _run(tree: str, cache: str) -> dict[str, bool]:
-    """nxc test over the tree: module -> whether its build came from the cache."""
+    """nxc test over the tree: module -> whether its build (or result) came from the cache."""
     proc = subprocess.run([sys.executable, "-m", "nxc", "test", tree, "--json", "-j", "2"],
                           capture_output=True, text=True, env=dict(os.environ, NXC_CACHE_DIR=cache))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = [r for r in (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))
+               if r.get("event") == "result"]
     assert results and all(r["passed"] for r in results)
-    return {os.path.basename(r["id"]).split(".nx")[0].split("::")[0]: r["build_cached"] for r in results}
+    # reused: the build came from the cache, or the whole result did (PASS (cached))
+    return {os.path.basename(r["id"]).split(".nx")[0].split("::")[0]: bool(r["build_cached"] or r.get("cached"))
+            for r in results}
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import json
 import os
 
 from nxc import __version__
-from nxc.paths import cache_dir, prune_due, prune_least_recent, write_atomically
+from nxc.cache import cache_dir, configured_dir, prune_due, prune_least_recent, write_atomically
 
 # Passing results kept; past it the least recently used go. An entry is 0 bytes.
 MAX_RESULTS = 8192
@@ -103,6 +103,8 @@ def item_key(path: str, backend: str) -> str:
 
 
 def load_last_failed(root: str) -> set[str]:
+    if not os.path.isdir(configured_dir()):
+        return set()            # nothing recorded; and reading must not create the cache (nxc test --list)
     try:
         with open(_state_file(root), encoding="utf-8") as f:
             data = json.load(f)
