@@ -111,7 +111,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     from nxc.tools.commands import add_tool_parsers     # port, fmt, info
     add_tool_parsers(sub, _add_include)
+    _add_tools_parsers(sub)                             # lsp, doc
     return p
+
+
+def _add_tools_parsers(sub) -> None:
+    """Editor support and module pages (nxc/tools/)."""
+    ls = sub.add_parser("lsp", help="language server for editors (LSP over stdio)",
+                        description="Run the .nx language server on stdin/stdout (see docs/editors.md).")
+    ls.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only transport)")
+    _add_include(ls)
+    d = sub.add_parser("doc", help="static HTML module pages for .nx modules",
+                       description="Write one HTML page per module of PATHs (and the modules they import) "
+                                   "plus an index to SITE (see docs/doc-pages.md).")
+    d.add_argument("paths", nargs="+", metavar="PATH", help=".nx files or folders (searched recursively)")
+    d.add_argument("-o", "--output", required=True, metavar="SITE", help="folder to write the pages to")
+    d.add_argument("--results", metavar="FILE",
+                   help="gate results from 'nxc test --json' (one JSON object per line) to show on the pages")
+    _add_include(d)
 
 
 def _print_warnings(diags: Diagnostics, quiet: bool) -> None:
@@ -254,6 +271,20 @@ def cmd_cache(args) -> int:
 COMMANDS = {"check": cmd_check, "run": cmd_run, "emit-c": cmd_emit, "emit-py": cmd_emit, "cache": cmd_cache}
 from nxc.tools.commands import TOOL_COMMANDS  # noqa: E402 - port, fmt, info: registered in build_parser
 COMMANDS.update(TOOL_COMMANDS)
+
+
+def cmd_lsp(args) -> int:
+    from nxc.tools.lsp import serve
+    return serve(args.include)
+
+
+def cmd_doc(args) -> int:
+    from nxc.tools.doc import main as doc_main
+    return doc_main(args)
+
+
+COMMANDS["lsp"] = cmd_lsp
+COMMANDS["doc"] = cmd_doc
 
 
 def main(argv: list[str] | None = None) -> int:

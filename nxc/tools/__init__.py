@@ -1,3 +1,5 @@
-"""Porting tools: restore module pages (port), infer stubs for missing
-imports (stubs), format (fmt), describe a module (info). Built on nxc.syntax
-and nxc.check only: none of them compiles or runs anything."""
+"""Tools around the toolchain, built on nxc.syntax and nxc.check only (none of
+them compiles or runs anything): porting (port: restore module pages, stubs:
+infer stubs for missing imports, fmt: format, info: describe a module) and
+editor support and module pages (lsp, doc, the nx Pygments lexer).
+"""

@@ -1,0 +1,126 @@
+"""A minimal LSP client: the server as a child process, JSON-RPC over its stdio.
+
+Requests wait for their response; notifications from the server (diagnostics)
+are queued so a test can wait for the next one for a given document.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+
+class LspClient:
+    def __init__(self, args: list[str], cwd: str | None = None, timeout: float = 20.0):
+        self.timeout = timeout
+        self.proc = subprocess.Popen([sys.executable, "-m", "nxc", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                     env=dict(os.environ))
+        self._next_id = 0
+        self._responses: dict[int, queue.Queue] = {}
+        self._lock = threading.Lock()
+        self.notifications: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read_loop, daemon=True)
+        self._reader.start()
+
+    # ---- wire ----
+    def _send(self, message: dict) -> None:
+        body = json.dumps(message).encode("utf-8")
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def _read_loop(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = out.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                name, _, value = line.partition(b":")
+                if name.lower() == b"content-length":
+                    length = int(value)
+            message = json.loads(out.read(length))
+            if "id" in message and ("result" in message or "error" in message):
+                with self._lock:
+                    q = self._responses.get(message["id"])
+                if q is not None:
+                    q.put(message)
+            elif "id" in message:                 # a request from the server: answer it
+                self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            else:
+                self.notifications.put(message)
+
+    # ---- API ----
+    def request(self, method: str, params: dict | None = None):
+        with self._lock:
+            self._next_id += 1
+            rid = self._next_id
+            q = self._responses[rid] = queue.Queue()
+        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        try:
+            message = q.get(timeout=self.timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no answer to {method} in {self.timeout} s; server stderr: "
+                               + self._stderr_so_far()) from None
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return message["result"]
+
+    def notify(self, method: str, params: dict) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def diagnostics(self, uri: str) -> list[dict]:
+        """The next diagnostics the server publishes for `uri`."""
+        while True:
+            try:
+                message = self.notifications.get(timeout=self.timeout)
+            except queue.Empty:
+                raise TimeoutError(f"no diagnostics for {uri}; server stderr: " + self._stderr_so_far()) from None
+            if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
+                return message["params"]["diagnostics"]
+
+    def initialize(self, root: Path) -> dict:
+        result = self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                                             "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
+                                             "capabilities": {}})
+        self.notify("initialized", {})
+        return result
+
+    def open(self, path: Path, text: str | None = None) -> str:
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "nx", "version": 1,
+            "text": path.read_text(encoding="utf-8") if text is None else text}})
+        return uri
+
+    def change(self, uri: str, text: str, version: int) -> None:
+        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                               "contentChanges": [{"text": text}]})
+
+    def change_range(self, uri: str, rng: dict, text: str, version: int) -> None:
+        """An incremental change: `text` replaces the range `rng`."""
+        self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                               "contentChanges": [{"range": rng, "text": text}]})
+
+    def close(self) -> int:
+        try:
+            self.request("shutdown")
+            self.notify("exit", {})
+            return self.proc.wait(timeout=self.timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+
+    def _stderr_so_far(self) -> str:
+        if self.proc.poll() is None:
+            return "(still running)"
+        return self.proc.stderr.read().decode(errors="replace")[-2000:]
