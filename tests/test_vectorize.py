@@ -223,3 +223,19 @@ def test_branch_free_exp_matches_nx_f32_exp(tmp_path, backend):
     out = np.zeros(x.size, np.int64)
     assert mod.exp_agree(x, x.size, out) == 0
     assert len(set(out.tolist())) > 1000
+
+
+GATES = ["nx_f32.nx", "nx_f32_attention.nx", "nx_f32_gqa_attention.nx", "nx_f32_attn_multi.nx",
+         "nx_paged_kv_gate.nx"]
+
+
+@pytest.mark.parametrize("opt", ["2/x86-64", "2/x86-64-v3"])
+@pytest.mark.parametrize("name", GATES)
+def test_exact_bit_gates_pass_on_each_target(name, opt):
+    """These gates check exact bits, so each vector width must give them."""
+    from nxc.gates.run import execute
+    if opt.endswith("v3") and not {"avx2", "fma", "bmi2"} <= _cpu_flags():
+        pytest.skip("this CPU has no AVX2")
+    program = check_file(os.path.join(bundled_dir(), name), None, Diagnostics())
+    outcome = execute(program, "c", opt=opt, timeout=120)[0]
+    assert outcome.status == "PASS", (opt, outcome.status, outcome.value)
