@@ -1,8 +1,8 @@
 """The one place where tools read the checker's results.
 
-The checker keeps what it found partly on the AST (`expr.ty`, `expr.const`,
-`name.sym`, `decl.sym`) and partly on itself (the shared namespace, struct
-layouts, aliases). Tools (the language server, the module pages) go through
+The checker keeps what it found partly in side tables (`Info`: the type and
+constant value of each expression, the symbol of each name and declaration)
+and partly on itself (the shared namespace, struct layouts, aliases). Tools (the language server, the module pages) go through
 the functions below only, so a change in where the checker keeps its
 results is fixed here and nowhere else.
 """
@@ -63,23 +63,31 @@ def check_graph(graph: ModuleGraph) -> CheckResult:
     return CheckResult(list(diags.items), checker)
 
 
-def name_symbol(node: ast.Name) -> SymbolInfo | None:
+def _table(result: CheckResult | None):
+    return result._checker.info if result is not None else None
+
+
+def name_symbol(result: CheckResult | None, node: ast.Name) -> SymbolInfo | None:
     """What a name in an expression refers to (after checking)."""
-    sym = getattr(node, "sym", None)
+    info = _table(result)
+    sym = info.sym(node) if info is not None else None
     return _info(sym) if sym is not None else None
 
 
-def declared_symbol(node: ast.VarDecl) -> SymbolInfo | None:
-    sym = getattr(node, "sym", None)
+def declared_symbol(result: CheckResult | None, node: ast.VarDecl) -> SymbolInfo | None:
+    info = _table(result)
+    sym = info.sym(node) if info is not None else None
     return _info(sym) if sym is not None else None
 
 
-def expr_type(node: ast.Expr) -> Type | None:
-    return getattr(node, "ty", None)
+def expr_type(result: CheckResult | None, node: ast.Expr) -> Type | None:
+    info = _table(result)
+    return info.ty(node) if info is not None else None
 
 
-def expr_const(node: ast.Expr) -> int | None:
-    return getattr(node, "const", None)
+def expr_const(result: CheckResult | None, node: ast.Expr) -> int | None:
+    info = _table(result)
+    return info.const(node) if info is not None else None
 
 
 def struct_of_pointer(t: Type | None) -> StructType | None:

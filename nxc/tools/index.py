@@ -269,7 +269,7 @@ class _Walker:
     def const_decl(self, item: ast.ConstDecl) -> None:
         sym = self.result.top_symbol(item.name) if self.result else None
         mine = sym is not None and sym.decl is item
-        value = sym.value if mine else checked.expr_const(item.value)
+        value = sym.value if mine else checked.expr_const(self.result, item.value)
         ty = sym.type if mine else None
         shown = type_text(item.type_expr) if item.type_expr is not None else _show_type(ty)
         detail = f"const {item.name}: {shown}" + (f" = {_show_value(value, ty)}" if value is not None else "")
@@ -324,7 +324,7 @@ class _Walker:
             if s.type_expr is not None:
                 self.type_expr(s.type_expr)
             self.expr(s.value)
-            info = checked.declared_symbol(s)
+            info = checked.declared_symbol(self.result, s)
             ty = info.type if info is not None else None
             shown = type_text(s.type_expr) if s.type_expr is not None else _show_type(ty)
             d = self.add_def(s.pos, s.name, "local", f"{'var' if s.mutable else 'let'} {s.name}: {shown}",
@@ -353,18 +353,18 @@ class _Walker:
 
     # ---- expressions ----
     def expr(self, e) -> None:
-        ty = checked.expr_type(e)
+        ty = checked.expr_type(self.result, e)
         shown = _show_type(ty) if ty is not None else ""
-        const = checked.expr_const(e)
+        const = checked.expr_const(self.result, e)
         occs = self.mi.occurrences
         if isinstance(e, ast.Name):
-            info = checked.name_symbol(e)
+            info = checked.name_symbol(self.result, e)
             target = _loc_of(info.pos) if info is not None else self.top_loc(e.ident)
             occs.append(Occurrence(_loc_of(e.pos), len(e.ident), "name", target, shown, const))
             return
         if isinstance(e, ast.FieldAccess):
             self.expr(e.base)
-            st = checked.struct_of_pointer(checked.expr_type(e.base))
+            st = checked.struct_of_pointer(checked.expr_type(self.result, e.base))
             sf = st.field(e.name) if st is not None else None
             target = _loc_of(sf.pos) if sf is not None and sf.pos is not None else None
             occs.append(Occurrence(_loc_of(e.name_pos or e.pos), len(e.name), "field", target, shown))
