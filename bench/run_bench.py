@@ -4,8 +4,9 @@
     python bench/run_bench.py            # the full table (several minutes)
     python bench/run_bench.py --quick    # smaller sizes, for a smoke test
 
-Sections: 1. GQA attention, nx C vs hand-written C vs numpy; 2. paged vs
-contiguous KV cache per decode step; 3. build times; 4. front-end
+Sections: 1. GQA attention, nx C (unchecked) vs hand-written C vs numpy; 2.
+paged vs contiguous KV cache per decode step; 2b. checked C (the default)
+vs unchecked C vs the Python backend; 3. build times; 4. front-end
 throughput; 5. Python backend vs C backend. Times are medians over repeats.
 Not part of the test suite: these machines are shared and noisy, so targets
 are read off ratios measured in the same run, never asserted in tests.
@@ -17,6 +18,7 @@ import os
 import platform
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -57,8 +59,25 @@ def median_time(fn, repeats: int) -> float:
     return statistics.median(times)
 
 
-def paired_medians(fns, repeats: int) -> list[float]:
-    """Median time of each of `fns`, run in turns (a, b, c, a, b, c, ...).
+def in_child(fn) -> float:
+    """Seconds `fn()` takes in a freshly forked child (its memory state is the parent's)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        t0 = time.perf_counter()
+        fn()
+        os.write(w, struct.pack("d", time.perf_counter() - t0))
+        os._exit(0)
+    os.close(w)
+    data = os.read(r, 8)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return struct.unpack("d", data)[0]
+
+
+def paired_medians(fns, repeats: int, measured: bool = False) -> list[float]:
+    """Median time of each of `fns`, run in turns (a, b, c, a, b, c, ...);
+    measured=True: each fn returns its own time (in_child).
 
     The ratios in the table compare such functions: taking turns means a
     slow spell of the shared machine slows both sides of a ratio alike,
@@ -71,8 +90,8 @@ def paired_medians(fns, repeats: int) -> list[float]:
             order.reverse()          # neither side always runs first
         for i, fn in order:
             t0 = time.perf_counter()
-            fn()
-            times[i].append(time.perf_counter() - t0)
+            t = fn()
+            times[i].append(t if measured else time.perf_counter() - t0)
     return [statistics.median(t) for t in times]
 
 
@@ -123,7 +142,7 @@ def numpy_gqa(Q, K, V, n, hq, hkv, d, scale):
 def bench_gqa(sizes, repeats):
     print("1. GQA attention (32 query heads, 8 kv heads, head_dim 128)")
     hq, hkv, d = 32, 8, 128
-    nx = nxc.load(os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx"))
+    nx = nxc.load(os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx"), checked=False)
     lib, ffi = hand_c()
     rng = np.random.default_rng(1)
     scale = float(np.float32(1 / np.sqrt(d)))
@@ -143,7 +162,7 @@ def bench_gqa(sizes, repeats):
              lambda: lib.hand_gqa_attention(p(qb), p(kb), p(vb), n, hq, hkv, d, sbits, p(out_c)),
              lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale)], max(3, reps))
         same = np.array_equal(out_nx, out_c)
-        row("gqa", f"n={n}: nx C / hand C / numpy",
+        row("gqa", f"n={n}: nx C (unchecked) / hand C / numpy",
             f"{ms(t_nx)} / {ms(t_c)} / {ms(t_np)}   nx/hand = {t_nx / t_c:.3f}"
             f"{'' if same else '  (OUTPUTS DIFFER)'}")
         if prev is not None:
@@ -156,8 +175,10 @@ def bench_simd(sizes, repeats):
     print("1b. GQA attention, vectorized nx C vs scalar C, numpy float32/float64, torch")
     hq, hkv, d = 32, 8, 128
     path = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
-    builds = [("nx C -O2 (x86-64)", nxc.load(path)), ("nx C -O2 x86-64-v3", nxc.load(path, march="x86-64-v3")),
-              ("nx C native", nxc.load(path, opt="native"))]
+    # unchecked, as section 1 (memory checks keep GCC from vectorizing: see docs/performance.md)
+    builds = [("nx C -O2 (x86-64)", nxc.load(path, checked=False)),
+              ("nx C -O2 x86-64-v3", nxc.load(path, march="x86-64-v3", checked=False)),
+              ("nx C native", nxc.load(path, opt="native", checked=False))]
     lib, ffi = hand_c()
     try:
         import torch
@@ -222,7 +243,7 @@ def bench_paged(contexts, repeats):
         path = os.path.join(tmp, "paged_bench.nx")
         with open(path, "w") as f:
             f.write(PAGED_DRIVER)
-        m = nxc.load(path)
+        m = nxc.load(path, checked=False)
     rng = np.random.default_rng(2)
     sbits = int(bits(np.float32(1 / np.sqrt(d))))
     for L in contexts:
@@ -252,6 +273,54 @@ def bench_paged(contexts, repeats):
         same = np.array_equal(out_c, out_p)
         row("paged", f"context {L}: paged / contiguous",
             f"{ms(t_p)} / {ms(t_c)}   ratio = {t_p / t_c:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+
+
+# ---------------------------------------------------------------- 2b. checked C
+def gqa_inputs(n, hq, hkv, d, seed=5):
+    rng = np.random.default_rng(seed)
+    return (bits(rng.standard_normal(n * hq * d, dtype=np.float32)),
+            bits(rng.standard_normal(n * hkv * d, dtype=np.float32)),
+            bits(rng.standard_normal(n * hkv * d, dtype=np.float32)))
+
+
+def bench_checked(n, n_py, repeats):
+    """Checked C (the default) against unchecked C and the Python backend."""
+    print(f"2b. Checked C vs unchecked C vs the Python backend (GQA 32/8 heads, head_dim 128; paged gate)")
+    hq, hkv, d = 32, 8, 128
+    path = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
+    mods = {"checked": nxc.load(path), "unchecked": nxc.load(path, checked=False)}
+    sbits = int(bits(np.float32(1 / np.sqrt(d))))
+    Q, K, V = gqa_inputs(n, hq, hkv, d)
+    outs = {k: np.zeros(n * hq * d, np.int64) for k in mods}
+    t_chk, t_unc = paired_medians(
+        [lambda: mods["checked"].nx_f32_gqa_attention(Q, K, V, n, hq, hkv, d, sbits, outs["checked"]),
+         lambda: mods["unchecked"].nx_f32_gqa_attention(Q, K, V, n, hq, hkv, d, sbits, outs["unchecked"])],
+        max(3, repeats))
+    same = np.array_equal(outs["checked"], outs["unchecked"])
+    row("checked", f"GQA n={n}: checked C / unchecked C",
+        f"{ms(t_chk)} / {ms(t_unc)}   checked/unchecked = {t_chk / t_unc:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+    # The Python backend takes ~1 us per inner-loop step: measured at a smaller n
+    # (same heads and head_dim), against checked C at that n.
+    Q, K, V = gqa_inputs(n_py, hq, hkv, d)
+    py = nxc.load(path, backend="py")
+    out_py, out_c = np.zeros(n_py * hq * d, np.int64), np.zeros(n_py * hq * d, np.int64)
+    t_py = median_time(lambda: py.nx_f32_gqa_attention(Q, K, V, n_py, hq, hkv, d, sbits, out_py), 1)
+    t_c = median_time(lambda: mods["checked"].nx_f32_gqa_attention(Q, K, V, n_py, hq, hkv, d, sbits, out_c),
+                      max(3, repeats))
+    same = np.array_equal(out_py, out_c)
+    row("checked", f"GQA n={n_py}: Python backend / checked C",
+        f"{ms(t_py)} / {ms(t_c)}   py/checked = {t_py / t_c:.0f}x{'' if same else '  (OUTPUTS DIFFER)'}")
+    # The paged KV-cache gate: main() timed inside a fresh forked child each
+    # time, as a gate runs (a gate does not free all it maps: run in one
+    # process, mappings would pile up from run to run).
+    gate = os.path.join(bundled_dir(), "nx_paged_kv_gate.nx")
+    g = {"checked": nxc.load(gate), "unchecked": nxc.load(gate, checked=False), "py": nxc.load(gate, backend="py")}
+    t_chk, t_unc = paired_medians([lambda: in_child(g["checked"].main), lambda: in_child(g["unchecked"].main)],
+                                  max(9, repeats), measured=True)
+    t_py = statistics.median(in_child(g["py"].main) for _ in range(max(1, repeats // 3)))
+    row("checked", "gate nx_paged_kv_gate.nx main(): checked C / unchecked C / Python",
+        f"{ms(t_chk)} / {ms(t_unc)} / {ms(t_py)}   checked/unchecked = {t_chk / t_unc:.3f}, "
+        f"py/checked = {t_py / t_chk:.0f}x")
 
 
 # ---------------------------------------------------------------- 3. builds
@@ -491,10 +560,10 @@ def bench_python(repeats):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
-    ap.add_argument("--only", choices=["gqa", "simd", "paged", "build", "frontend", "python"], action="append")
+    ap.add_argument("--only", choices=["gqa", "simd", "paged", "checked", "build", "frontend", "python"], action="append")
     args = ap.parse_args()
     os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
-    only = set(args.only or ["gqa", "simd", "paged", "build", "frontend", "python"])
+    only = set(args.only or ["gqa", "simd", "paged", "checked", "build", "frontend", "python"])
     print("machine:", machine())
     print("flags:", " ".join(flags_for("2")))
     q = args.quick
@@ -504,6 +573,8 @@ def main() -> int:
         bench_simd([64, 128] if q else [256, 1024], 3 if q else 5)
     if "paged" in only:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
+    if "checked" in only:
+        bench_checked(64 if q else 256, 8 if q else 16, 3 if q else 7)
     if "build" in only:
         bench_build(1 if q else 3)
         bench_build_options(1 if q else 3)

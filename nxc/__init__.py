@@ -13,6 +13,11 @@ def __getattr__(name):
     import importlib
     if name in ("load", "Module", "Pointer", "NxRuntimeError"):
         return getattr(importlib.import_module("nxc.api"), name)
+    if name == "CompileError":
+        return importlib.import_module("nxc.diagnostics").CompileError
     if name == "f32":
         return importlib.import_module("nxc.f32")
     raise AttributeError(f"module 'nxc' has no attribute {name!r}")
+
+
+__all__ = ["load", "Module", "Pointer", "NxRuntimeError", "CompileError", "f32", "__version__"]

@@ -11,11 +11,12 @@ for `*void`), a `Pointer` returned by an earlier call, or None for null.
 Writes through a pointer land in the array. Pointers returned by nx
 functions come back as `Pointer` handles; a handle to a struct reads its
 fields by name (`seq.seq_len`). Consts are attributes. A run-time error in
-nx code (division by zero; on the Python backend also a bad memory access)
-raises `NxRuntimeError` with the .nx location.
+nx code (a bad memory access, checked by default; division by zero) raises
+`NxRuntimeError` with the .nx location and call stack.
 """
 from __future__ import annotations
 
+import inspect
 import os
 from dataclasses import dataclass
 
@@ -23,11 +24,13 @@ import numpy as np
 
 from nxc.backend.base import Loaded, NxRuntimeError
 from nxc.backend.registry import NAMES, backend_for
-from nxc.check.checker import Function, Program
+from nxc.check.program import Function, Program, Symbol
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import Diagnostics
 
-__all__ = ["Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
+__all__ = ["CompileError", "Module", "NxRuntimeError", "Pointer", "dtype_for", "load"]
+
+from nxc.diagnostics import CompileError  # noqa: E402 - re-exported: nxc.CompileError
 
 _DTYPES = {(8, True): np.int8, (16, True): np.int16, (32, True): np.int32, (64, True): np.int64,
            (8, False): np.uint8, (16, False): np.uint16, (32, False): np.uint32, (64, False): np.uint64}
@@ -56,7 +59,10 @@ class Pointer:
         if isinstance(target, StructType):
             field = target.field(name)
             if field is not None:
-                return self.module._read(self.address + field.offset, field.type)
+                if self.address == 0:       # before the offset is added: null + 8 is still null
+                    raise NxRuntimeError(f"runtime error: read of field '{name}' ({field.type}) "
+                                         f"through a null pointer ({self.type})")
+                return self.module._read(self.address + field.offset, field.type, f"read of field '{name}'")
             raise AttributeError(f"struct {target.name} has no field '{name}' "
                                  f"(fields: {', '.join(f.name for f in target.fields)})")
         raise AttributeError(name)
@@ -78,19 +84,59 @@ class Pointer:
         return f"<nx pointer {self.type} at 0x{self.address:x}>"
 
 
-class Function_:
-    """One nx function, callable from Python."""
+def doc_comment(decl) -> str:
+    """The `//` comment lines right above a declaration, without the slashes."""
+    src, n = decl.pos.file, decl.pos.line - 1
+    lines = []
+    while n >= 1:
+        text = src.line_text(n).strip()
+        if not text.startswith("//"):
+            break
+        lines.append(text[2:].strip() if not text.startswith("///") else text[3:].strip())
+        n -= 1
+    return "\n".join(reversed(lines)).strip()
 
-    def __init__(self, module: "Module", fn: Function):
+
+def extern_function(sym: Symbol) -> Function:
+    """An `extern func` declared by the program, shaped like a checked Function
+    (its parameters named as the declaration names them)."""
+    params = [Symbol("param", p.name, t, p.pos) for p, t in zip(sym.decl.params, sym.type.params)]
+    return Function(sym, sym.decl, params, sym.type.ret, getattr(sym, "module", None))
+
+
+class Function_:
+    """One nx function, callable from Python: positional or keyword arguments
+    (`inspect.signature` gives the nx parameter names), the `.nx` signature
+    and doc comment as its docstring."""
+
+    def __init__(self, module: "Module", fn: Function, extern: bool = False):
         self._module = module
         self._fn = fn
-        self.__name__ = fn.decl.name
+        self.__name__ = self.__qualname__ = fn.decl.name
         params = ", ".join(f"{p.name}: {p.type}" for p in fn.params)
         ret = "" if isinstance(fn.ret, VoidType) else f" -> {fn.ret}"
-        self.__doc__ = f"func {fn.decl.name}({params}){ret}  ({fn.decl.pos})"
+        kind = "extern func" if extern else "func"
+        self.signature_text = f"{kind} {fn.decl.name}({params}){ret}"
+        doc = doc_comment(fn.decl)
+        where = "provided by the nxc runtime" if extern else f"{fn.decl.pos.file.display}:{fn.decl.pos.line}"
+        self.__doc__ = self.signature_text + (f"\n\n{doc}" if doc else "") + f"\n\n({where})"
+        P = inspect.Parameter
+        self.__signature__ = inspect.Signature(
+            [P(p.name, P.POSITIONAL_OR_KEYWORD, annotation=str(p.type)) for p in fn.params],
+            return_annotation=inspect.Signature.empty if isinstance(fn.ret, VoidType) else str(fn.ret))
 
-    def __call__(self, *args):
+    def __get__(self, obj, objtype=None):
+        # A method descriptor to pydoc (help(module) documents it as a routine,
+        # with its signature); reading it from a module gives this object itself.
+        return self
+
+    def __call__(self, *args, **kwargs):
         fn = self._fn
+        if kwargs:
+            try:
+                args = self.__signature__.bind(*args, **kwargs).args
+            except TypeError as exc:
+                raise TypeError(f"{fn.decl.name}(): {exc}") from None
         if len(args) != len(fn.params):
             raise TypeError(f"{fn.decl.name}() takes {len(fn.params)} argument"
                             f"{'s' if len(fn.params) != 1 else ''} ({len(args)} given)")
@@ -100,11 +146,22 @@ class Function_:
         return Pointer(result, fn.ret, module) if isinstance(fn.ret, PointerType) else result
 
     def __repr__(self) -> str:
-        return f"<nx function {self.__doc__}>"
+        return f"<nx function {self.signature_text}>"
 
 
 class Module:
-    """A loaded .nx module: functions and consts as attributes."""
+    """A loaded .nx module: functions and consts as attributes.
+
+    Each load gets its own subclass holding the functions as class
+    attributes, so that help(module) lists them with their signatures and
+    doc comments."""
+
+    def __new__(cls, program: Program, backend: Loaded):
+        if cls is not Module:
+            return super().__new__(cls)
+        name = os.path.basename(program.graph.root.source.path)
+        sub = type(f"nx_module_{os.path.splitext(name)[0]}", (Module,), {"__module__": "nxc.api"})
+        return super().__new__(sub)
 
     def __init__(self, program: Program, backend: Loaded):
         self._program = program
@@ -113,6 +170,21 @@ class Module:
         self.consts = {s.name: s.value for s in program.consts}
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
                           if fn is not program.entry}
+        for sym in program.externs:
+            if sym.name not in self.functions:
+                self.functions[sym.name] = Function_(self, extern_function(sym), extern=True)
+        cls = type(self)
+        if cls is not Module:
+            for name, f in self.functions.items():
+                setattr(cls, name, f)
+            lines = [f"The nx module {self.path} ({backend.name} backend)."]
+            doc = doc_comment_of_module(program)
+            if doc:
+                lines += ["", doc]
+            lines += ["", "Functions:"] + [f"    {f.signature_text}" for f in self.functions.values()]
+            if self.consts:
+                lines += ["", "Consts:"] + [f"    {k} = {v}" for k, v in self.consts.items()]
+            cls.__doc__ = "\n".join(lines)
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -170,8 +242,8 @@ class Module:
         raise TypeError(f"argument '{name}' ({t}) must be a numpy array, a Pointer or None, "
                         f"not {type(value).__name__}")
 
-    def _read(self, address: int, t: Type):
-        raw = self._backend.read(address, t)
+    def _read(self, address: int, t: Type, what: str | None = None):
+        raw = self._backend.read(address, t, what)
         if isinstance(t, PointerType):
             return Pointer(raw, t, self)
         if isinstance(t, StructType):
@@ -185,13 +257,45 @@ class Module:
         return f"<nx module {self.path} ({self._backend.name})>"
 
 
+def doc_comment_of_module(program) -> str:
+    """The `//` comment block a module's file starts with."""
+    src = program.graph.root.source
+    lines = []
+    for n in range(1, len(src.text.splitlines()) + 1):
+        text = src.line_text(n).strip()
+        if not text.startswith("//"):
+            break
+        lines.append(text[2:].strip())
+    return "\n".join(lines).strip()
+
+
+def find_module(path: str, include: list[str] | None = None) -> str:
+    """`path` itself if it is a file; else a bare name (`nx_f32.nx`, or `nx_f32`)
+    looked up as an import is: in each include folder, NXPATH, then the bundled
+    nx_src/."""
+    if os.path.isfile(path) or os.path.dirname(path):
+        return path
+    from nxc.syntax.loader import search_path
+    names = [path] if path.endswith(".nx") else [path, path + ".nx"]
+    for folder in search_path(include):
+        for name in names:
+            candidate = os.path.join(folder, name)
+            if os.path.isfile(candidate):
+                return candidate
+    return path                 # the front end reports it as missing
+
+
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
-         soft_f32: bool = False, march: str | None = None) -> Module:
+         soft_f32: bool = False, checked: bool = True, march: str | None = None) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
 
+    checked=True (default; C backend): memory accesses are checked, numpy
+    arguments registered with their sizes for each call, and a fault raises
+    NxRuntimeError with the .nx position and stack; checked=False is the fast
+    path, where a bad access may crash the interpreter (the Python backend is
+    always checked).
     march: the C target ("x86-64", "x86-64-v3", "x86-64-v4", "native"; None =
     the compiler's default); part of the cache key, the same bits on each.
-
     soft_f32=True: the float32 primitives are the .nx integer code of
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
@@ -202,6 +306,6 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     if march is not None:
         from nxc.backend.c.build import build_config
         opt = build_config(opt, march)
-    program = check_file(path, include, Diagnostics(warnings=False), soft_f32=soft_f32)
-    prepared = backend_for(backend).prepare(program, purpose="api", opt=opt)
+    program = check_file(find_module(path, include), include, Diagnostics(warnings=False), soft_f32=soft_f32)
+    prepared = backend_for(backend, checked=checked).prepare(program, purpose="api", opt=opt)
     return Module(program, prepared.loaded)

@@ -43,6 +43,12 @@ def _add_build(p):
                    help="C target instruction set (default: the compiler's; x86-64-v3 = AVX2, "
                         "x86-64-v4 = AVX-512); part of the cache key, the same bits on each")
     p.add_argument("--no-cache", action="store_true", help="rebuild even if a cached build exists")
+    _add_unchecked(p)
+
+
+def _add_unchecked(p):
+    p.add_argument("--unchecked", action="store_true",
+                   help="C without memory checks and .nx stack (faster; a crash is then located by a checked re-run)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,8 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_warn(c)
 
     r = sub.add_parser("run", help="compile a module and run its gate (func main() -> i64)",
-                       description="Compile FILE and run its gate. The exit status is the gate's value "
-                                   "(1 when it is outside 1..255); a failing gate prints the return that produced it.")
+                       description="Compile FILE and run its gate (checked C by default). Exit status: 0 pass, "
+                                   "1 the gate failed (its value and the return that produced it are printed), "
+                                   "2 usage, 3 compile error, 4 run-time error, 5 backends disagree, "
+                                   "70 internal error, 124 timeout, 128+N killed by signal N. "
+                                   "A folder runs every gate under it: 0 if all passed, else 1.")
     r.add_argument("file", metavar="FILE", help="a module, or a folder: run every gate under it")
     r.add_argument("--backend", default="c", choices=["c", "py", "both"],
                    help="c (default), py (checked memory), or both (fails unless they agree)")
@@ -76,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
                            description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
         e.add_argument("file", metavar="FILE")
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
+        if name == "emit-c":
+            _add_unchecked(e)       # by default the checked C that nxc run builds
         _add_include(e)
         _add_warn(e)
         _add_soft_f32(e)
@@ -177,7 +188,10 @@ def cmd_emit(args) -> int:
     except CompileError as exc:
         return _report_compile_error(exc)
     from nxc.backend.registry import backend_for
-    text = backend_for("c" if args.command == "emit-c" else "py").emit(program).text
+    if args.command == "emit-c":
+        text = backend_for("c", checked=not args.unchecked).emit(program).text
+    else:
+        text = backend_for("py").emit(program).text
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
@@ -212,24 +226,34 @@ def _run_folder(args) -> int:
 
 
 def cmd_run(args) -> int:
+    """Exit statuses: protocol.RUN_* (README, docs/runner.md)."""
     if os.path.isdir(args.file):
         return _run_folder(args)
-    from nxc.gates.report import describe_failure, sources_of
+    import signal
+    from nxc.gates import execute as gates_execute
+    from nxc.gates import protocol as P
     from nxc.gates.run import execute
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
-        return EXIT_USAGE
+        return P.RUN_USAGE
     t0 = time.perf_counter()
     try:
         program, _ = _front(args.file, args)
     except CompileError as exc:
-        return _report_compile_error(exc)
+        _report_compile_error(exc)
+        return P.RUN_COMPILE_ERROR
     t1 = time.perf_counter()
     if program.entry is None:
         print(f"nxc: error: {args.file} has no gate: declare 'func main() -> i64' to run it", file=sys.stderr)
-        return EXIT_FAIL
-    outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
-                       timeout=args.timeout, verbose=args.verbose)
+        return P.RUN_USAGE
+    options = gates_execute.Options(timeout=args.timeout, checked=not args.unchecked)
+    try:
+        outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
+                           timeout=args.timeout, verbose=args.verbose, checked=options.checked)
+    except Exception as exc:  # noqa: BLE001 - a bug in nxc (the C compiler rejected generated code ...)
+        r = gates_execute.Result(args.file, args.file, "gate", args.backend, Status.INTERNAL_ERROR)
+        print(gates_execute.internal_error(r, exc, 0.0).report, file=sys.stderr)
+        return P.RUN_INTERNAL
     if args.verbose:
         print(f"nxc: front end {1000 * (t1 - t0):.1f} ms", file=sys.stderr)
     first = outcomes[0]
@@ -237,21 +261,26 @@ def cmd_run(args) -> int:
         print("MISMATCH between backends: " + "; ".join(
             f"{o.backend}: {o.status} {o.value if o.value is not None else o.message}" for o in outcomes),
             file=sys.stderr)
-        return EXIT_FAIL
+        return P.RUN_MISMATCH
     if first.status == Status.PASS:
         if args.verbose:
             print(f"PASS {args.file}", file=sys.stderr)
-        return EXIT_OK
+        return P.RUN_PASS
+    r = gates_execute.Result(args.file, args.file, "gate", first.backend, first.status)
+    gates_execute.fill_result(first, program, options, r)
+    print(r.report or f"{r.status}: {r.message}", file=sys.stderr)
     if first.status == Status.FAIL:
-        print(describe_failure(first, sources_of(program)), file=sys.stderr)
-        v = first.value
-        if not 1 <= v <= 255:
-            print(f"nxc: the gate's value {v} does not fit an exit status; exiting with 1", file=sys.stderr)
-            return EXIT_FAIL
-        return v
-    print(f"{first.status}: {first.message}" if first.status != Status.CRASH else f"CRASH ({first.message})",
-          file=sys.stderr)
-    return EXIT_FAIL
+        return P.RUN_FAIL
+    if first.status == Status.RUNTIME_ERROR:
+        return P.RUN_RUNTIME_ERROR
+    if first.status == Status.TIMEOUT:
+        return P.RUN_TIMEOUT
+    if first.status == Status.CRASH and first.message.startswith("SIG"):
+        try:
+            return P.RUN_SIGNAL_BASE + signal.Signals[first.message].value
+        except KeyError:
+            pass
+    return P.RUN_INTERNAL
 
 
 def cmd_cache(args) -> int:

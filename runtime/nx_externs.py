@@ -34,6 +34,17 @@ EXTERNS = {
     "sys_munmap": (("*void", "i64"), "i64"),
     # write(2) to fd 1 or 2: bytes written or -1
     "sys_write": (("i64", "*void", "i64"), "i64"),
+    # reading files (nx_src/nx_file.nx): errors are negative return codes, never a trap --
+    # -1 cannot open / not an open handle, -2 bad argument (path with a NUL byte, negative
+    # size or offset), -3 I/O error, -4 too many open files.
+    # open(path bytes, length) -> handle >= 0 (read-only)
+    "sys_file_open": (("*u8", "i64"), "i64"),
+    # size in bytes of an open file
+    "sys_file_size": (("i64",), "i64"),
+    # read up to n bytes at offset into buf: bytes read (fewer only at the end of the file)
+    "sys_file_read": (("i64", "i64", "*void", "i64"), "i64"),
+    # close: 0
+    "sys_file_close": (("i64",), "i64"),
 }
 
 # The externs that are pure float32 operations: no side effects, result

@@ -153,9 +153,16 @@ class Runtime:
         self.bases: list[int] = []            # sorted (addresses only grow)
         self.maps: list[_Mapping] = []
         self.live: dict[int, _Mapping] = {}
+        self.open_files: dict[int, int] = {}  # sys_file_open handle -> OS file descriptor
 
     def close(self) -> None:
         """Release the arena (the loaded module must not run afterwards)."""
+        for fd in self.open_files.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.open_files.clear()
         for v in self.views.values():
             v.release()
         self.shadow.release()
@@ -248,6 +255,73 @@ class Runtime:
                 off += w
                 done += w
         return done
+
+    # ---- reading files (sys_file_*): errors are negative codes, like the C runtime ----
+    # Handles are small integers into self-owned OS file descriptors; a path or buffer that
+    # is not valid nx memory is a bad argument (-2) here, where C would be undefined.
+    FILE_ERR_OPEN, FILE_ERR_ARG, FILE_ERR_IO, FILE_ERR_TOO_MANY = -1, -2, -3, -4
+    MAX_FILES = 64
+
+    def _files(self) -> dict:
+        return self.open_files
+
+    def sys_file_open(self, path: int, n: int, site: int = -1) -> int:
+        if path == 0 or n <= 0 or n > 4096 or self._first_invalid(path, n) is not None:
+            return self.FILE_ERR_ARG
+        name = bytes(self.arena[path:path + n])
+        if b"\0" in name:
+            return self.FILE_ERR_ARG
+        files = self._files()
+        h = next((i for i in range(self.MAX_FILES) if i not in files), None)
+        if h is None:
+            return self.FILE_ERR_TOO_MANY
+        try:
+            files[h] = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            return self.FILE_ERR_OPEN
+        if not _is_regular(files[h]):
+            os.close(files.pop(h))
+            return self.FILE_ERR_OPEN
+        return h
+
+    def sys_file_size(self, h: int, site: int = -1) -> int:
+        fd = self._files().get(h)
+        if fd is None:
+            return self.FILE_ERR_OPEN
+        try:
+            return os.fstat(fd).st_size
+        except OSError:
+            return self.FILE_ERR_IO
+
+    def sys_file_read(self, h: int, offset: int, buf: int, n: int, site: int = -1) -> int:
+        fd = self._files().get(h)
+        if fd is None:
+            return self.FILE_ERR_OPEN
+        if offset < 0 or n < 0 or (buf == 0 and n > 0):
+            return self.FILE_ERR_ARG
+        if n and self._first_invalid(buf, n) is not None:
+            return self.FILE_ERR_ARG
+        done = 0
+        while done < n:
+            try:
+                data = os.pread(fd, min(n - done, _CHUNK), offset + done)
+            except OSError:
+                return self.FILE_ERR_IO
+            if not data:
+                break
+            self.arena[buf + done:buf + done + len(data)] = data
+            done += len(data)
+        return done
+
+    def sys_file_close(self, h: int, site: int = -1) -> int:
+        fd = self._files().pop(h, None)
+        if fd is None:
+            return self.FILE_ERR_OPEN
+        try:
+            os.close(fd)
+        except OSError:
+            return self.FILE_ERR_IO
+        return 0
 
     # ---- fast-path fallbacks, called by the generated code ----
     def load_fault(self, a: int, site: int):
@@ -401,6 +475,15 @@ class Runtime:
 
     def _mapped_at(self, m: _Mapping) -> str:
         return f" (mapped at {self.where(m.site)})" if m.site is not None and m.site >= 0 else ""
+
+
+def _is_regular(fd: int) -> bool:
+    """True for a regular file (the C runtime's fopen("rb") + fseek also refuse a directory)."""
+    import stat
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        return False
 
 
 def _display(path: str) -> str:

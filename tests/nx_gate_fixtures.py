@@ -44,7 +44,8 @@ FILES = {
             return coutn
         }
     """,
-    # CRASH (SIGSEGV): a write through a null pointer.
+    # A write through a null pointer: a located RUNTIME-ERROR on the default
+    # (checked) C backend, CRASH (SIGSEGV) with --unchecked.
     "crash.nx": """
         func main() -> i64 {
             let p: *i64 = 0 as *i64
@@ -73,7 +74,7 @@ EXPECTED = {
     "lib.nx": "PASS",
     "fail.nx": "FAIL",
     "compile_error.nx": "COMPILE-ERROR",
-    "crash.nx": "CRASH",
+    "crash.nx": "RUNTIME-ERROR",
     "hang.nx": "TIMEOUT",
     "divzero.nx": "RUNTIME-ERROR",
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import filecmp
 import glob
+import hashlib
 import os
 
 import pytest
@@ -13,7 +14,8 @@ from nxc.paths import bundled_dir
 from nxc.gates.run import execute
 
 MODULES = sorted(glob.glob(os.path.join(bundled_dir(), "*.nx")))
-SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "seeds")
+SEEDS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "seeds")   # ../shared/seeds of the checkout
+SEED_SUMS = os.path.join(os.path.dirname(__file__), "seeds.sha256")
 
 
 @pytest.mark.parametrize("path", MODULES, ids=os.path.basename)
@@ -25,10 +27,30 @@ def test_bundled_module(path):
     assert outcome.status == "PASS", (outcome.status, outcome.value, outcome.message)
 
 
-@pytest.mark.skipif(not os.path.isdir(SEEDS), reason="shared/seeds not beside the checkout")
 def test_seeds_are_byte_identical():
-    for seed in glob.glob(os.path.join(SEEDS, "*.nx")):
-        assert filecmp.cmp(seed, os.path.join(bundled_dir(), os.path.basename(seed)), shallow=False)
+    """The seeds bundled in nx_src/ are the Nishi files byte for byte. The
+    SHA-256 sums kept in tests/seeds.sha256 make this hold in any clone; where
+    the shared seeds folder sits beside the checkout (../shared/seeds), the
+    originals are compared too, which also keeps the sums file honest."""
+    sums = {}
+    with open(SEED_SUMS, encoding="utf-8") as f:
+        for line in f:
+            digest, name = line.split()
+            sums[name] = digest
+    assert sorted(sums) == ["nx_f32_attn_paged.nx", "nx_f32_gqa_attention.nx"]
+    for name, digest in sums.items():
+        assert sha256(os.path.join(bundled_dir(), name)) == digest, f"nx_src/{name} is not the seed"
+    if os.path.isdir(SEEDS):
+        originals = sorted(glob.glob(os.path.join(SEEDS, "*.nx")))
+        assert [os.path.basename(p) for p in originals] == sorted(sums)
+        for seed in originals:
+            assert sha256(seed) == sums[os.path.basename(seed)]
+            assert filecmp.cmp(seed, os.path.join(bundled_dir(), os.path.basename(seed)), shallow=False)
+
+
+def sha256(path: str) -> str:
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
 
 
 def test_breaking_a_check_fails_with_its_value_and_line(tmp_path):

@@ -57,7 +57,9 @@ def test_a_runtime_error_carries_its_site_as_data(write_nx, backend):
     assert os.path.samefile(o.site.file, path)
     assert (o.site.line, o.site.column, o.site.function) == (2, 15, "helper")   # the operator
     assert o.message.endswith("div.nx:2:15: runtime error: division by zero")
-    assert o.stack == ()        # no backend records call stacks yet
+    # The .nx stack, innermost first: the operator in helper, then the call in main.
+    assert [(f.line, f.function) for f in o.stack] == [(2, "helper"), (7, "main")]
+    assert o.stack[0] == o.site
 
 
 @pytest.mark.parametrize("backend", ["c", "py"])

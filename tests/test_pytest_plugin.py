@@ -69,7 +69,7 @@ def test_failures_show_nx_source_not_a_traceback(gates):
         "*NX_OK = 0",
     ])
     out = result.stdout.str()
-    assert "CRASH (SIGSEGV)" in out
+    assert "crash.nx:3:5: runtime error: write of i64 through a null pointer" in out
     assert "TIMEOUT: the gate did not finish in 1.5 s" in out and "--nx-timeout" in out
     assert "compile_error.nx:3:12: error: undefined name 'coutn'" in out
     assert "Traceback" not in out and "runner.py" not in out and "def runtest" not in out
@@ -104,7 +104,13 @@ def test_xdist_spreads_gates_across_workers(gates):
 
 
 def test_backend_both_gives_an_item_per_backend(gates):
-    pytest.importorskip("nxc.backend.py.run")
     result = gates.runpytest(*plugin_args(), "--nx-backend", "both", "-k", "pass or fail", "-v")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(["*pass.nx::main[[]c[]] PASSED*", "*pass.nx::main[[]py[]] PASSED*"])
+
+
+def test_unchecked_option(gates):
+    result = gates.runpytest(*plugin_args(), "--nx-unchecked", "-k", "crash")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "CRASH (SIGSEGV)" in out and "the checked build (run again to locate the crash) stopped at:" in out

@@ -32,7 +32,18 @@ from nxc.gates.protocol import Outcome, Site, Status
 
 
 class NxRuntimeError(RuntimeError):
-    """nx code stopped with a run-time error (message names the .nx line)."""
+    """nx code stopped with a run-time error.
+
+    The first line of str() is `path:line:col: runtime error: ...`; the .nx
+    call stack follows it. `message` is that first line, `stack` the frames
+    (protocol.Site: file, line, column, function), innermost first."""
+
+    def __init__(self, message: str, stack=()):
+        from nxc.gates.stack import render_stack
+        self.message = message
+        self.stack = tuple(stack)
+        text = render_stack(self.stack)
+        super().__init__(message + ("\n" + text if text else ""))
 
 
 class Loaded(abc.ABC):
@@ -48,6 +59,19 @@ class Loaded(abc.ABC):
     def run_gate(self):
         """Run the root module's gate here and now; a `protocol.Outcome` without timings."""
 
+    # The gate runner forks, calls run_gate in the child, and on a timeout kills it.
+    # A backend that can say where the child was sets interrupt_on_timeout (the
+    # child gets SIGUSR1 first) and/or answers stack_after_death().
+    interrupt_on_timeout = False
+
+    def share_stack(self) -> None:
+        """Called before the fork: make whatever the child reports its stack through."""
+
+    def stack_after_death(self) -> tuple:
+        """After the child running run_gate crashed or was stopped: where it was
+        (protocol.Sites, innermost first), if this backend kept track."""
+        return ()
+
     @abc.abstractmethod
     def run_main(self) -> int:
         """The gate's value; raises NxRuntimeError when nx code stops at a run-time check."""
@@ -57,7 +81,7 @@ class Loaded(abc.ABC):
         """Call checked function `fn` with converted `args` (see the module's docstring)."""
 
     @abc.abstractmethod
-    def read(self, address: int, t):
+    def read(self, address: int, t, what: str | None = None):
         """The scalar of type `t` at `address` (an address as an int)."""
 
     @abc.abstractmethod
@@ -134,13 +158,14 @@ def returned(program, value: int, gate_site: int, captured, backend: str) -> Out
 
 
 def trapped(program, path: str | None, line: int, col: int, what: str, backend: str,
-            message: str | None = None) -> Outcome:
+            message: str | None = None, stack=()) -> Outcome:
     """nx code stopped at a run-time check at path:line:col (path None: nowhere known)."""
     if path is None:
-        return Outcome(Status.RUNTIME_ERROR, message=message or f"runtime error: {what}", backend=backend)
+        return Outcome(Status.RUNTIME_ERROR, message=message or f"runtime error: {what}", backend=backend,
+                       stack=tuple(stack))
     site = Site(path, line, col, function_at(program, path, line))
     text = message or f"{display_path(path)}:{line}:{col}: runtime error: {what}"
-    return Outcome(Status.RUNTIME_ERROR, site=site, stack=(), message=text, backend=backend)
+    return Outcome(Status.RUNTIME_ERROR, site=site, stack=tuple(stack), message=text, backend=backend)
 
 
 def no_gate(backend: str) -> Outcome:

@@ -10,10 +10,11 @@ from nxc.backend.base import Backend
 NAMES = ("c", "py")
 
 
-def backend_for(name: str) -> Backend:
+def backend_for(name: str, checked: bool = True) -> Backend:
+    """checked: the C backend's memory checks and .nx stack (the Python backend is always checked)."""
     if name == "c":
         from nxc.backend.c.backend import CBackend
-        return CBackend()
+        return CBackend(checked=checked)
     if name == "py":
         from nxc.backend.py.backend import PyBackend
         return PyBackend()

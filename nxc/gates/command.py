@@ -17,7 +17,7 @@ def options_from_args(args) -> Options:
     return Options(backends=("c", "py") if backend == "both" else (backend,),
                    timeout=getattr(args, "timeout", 60.0), opt=getattr(args, "opt", "2"),
                    use_cache=not getattr(args, "no_cache", False), include=list(getattr(args, "include", []) or []),
-                   soft_f32=getattr(args, "soft_f32", False))
+                   soft_f32=getattr(args, "soft_f32", False), checked=not getattr(args, "unchecked", False))
 
 
 def main(args) -> int:

@@ -27,6 +27,7 @@ class Options:
     include: list = field(default_factory=list)
     timeout_flag: str = "--timeout"     # named in the TIMEOUT explanation
     soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
+    checked: bool = True                # C builds check memory and keep the .nx stack (--unchecked: off)
 
 
 @dataclass
@@ -42,6 +43,9 @@ class Result:
     message: str = ""               # one line
     report: str = ""                # the full explanation, printed for every result that did not pass
     captured: list = field(default_factory=list)   # [(operand text, value)]
+    # The .nx stack of a run-time error, crash or timeout, innermost first:
+    # [{"file", "line", "column", "function"}] (file as the user would type it)
+    stack: list = field(default_factory=list)
     seconds: float = 0.0
     front_end_seconds: float = 0.0
     build_seconds: float = 0.0
@@ -113,7 +117,17 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 def gate_result(program, backend: str, options: Options, r: Result) -> None:
     """Run the gate on `backend`; fill `r` from its outcome."""
     from nxc.gates.run import run_gate
-    outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout)
+    outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
+                       checked=options.checked)
+    fill_result(outcome, program, options, r)
+
+
+def fill_result(outcome, program, options: Options, r: Result) -> None:
+    """Status, message and report of `r` from a gate's outcome (nxc test, the
+    pytest plugin and nxc run explain an outcome the same way)."""
+    from nxc.diagnostics import display_path
+    r.stack = [{"file": display_path(f.file), "line": f.line, "column": f.column, "function": f.function}
+               for f in outcome.stack]
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
     r.build_seconds = outcome.build_seconds
@@ -135,11 +149,16 @@ def gate_result(program, backend: str, options: Options, r: Result) -> None:
             r.location, r.line = report.location(outcome.site), outcome.site.line
     elif status == Status.CRASH:
         r.message = outcome.message
-        r.report = report.crash_report(outcome.message)
+        r.report = report.crash_report(outcome, report.sources_of(program))
+        if outcome.site is not None:
+            r.location, r.line = report.location(outcome.site), outcome.site.line
     elif status == Status.TIMEOUT:
         r.message = f"did not finish in {options.timeout:g} s"
-        r.report = (f"TIMEOUT: the gate did not finish in {options.timeout:g} s and was stopped "
-                    f"({options.timeout_flag} SECONDS allows more)")
+        r.report = report.timeout_report(outcome, options.timeout, options.timeout_flag)
+        if outcome.stack:
+            top = outcome.stack[0]
+            r.location, r.line = report.location(top), top.line
+            r.message += f", stopped in {top.function} at {r.location}"
     elif status != Status.PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
         r.status = Status.INTERNAL_ERROR
         r.message = outcome.message or str(status)

@@ -27,8 +27,11 @@ class Ended:
     message: str = ""
 
 
-def run_isolated(call, timeout: float | None):
-    """Run `call()` in a forked child; its result (any picklable value) comes back in an `Ended`."""
+def run_isolated(call, timeout: float | None, interrupt: bool = False):
+    """Run `call()` in a forked child; its result (any picklable value) comes back in an `Ended`.
+
+    interrupt=True: at the timeout the child first gets SIGUSR1 and a moment
+    to say where it is (the Python backend's stack), then SIGKILL."""
     sys.stdout.flush()
     sys.stderr.flush()
     r, w = os.pipe()
@@ -61,16 +64,18 @@ def run_isolated(call, timeout: float | None):
         ready, _, _ = select.select([r], [], [], wait)
         if not ready:
             timed_out = True
-            os.kill(pid, signal.SIGKILL)
+            if not (interrupt and _interrupted(pid)):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
             break
         data = os.read(r, 65536)
         if not data:
             break
         chunks.append(data)
     os.close(r)
-    _, status = os.waitpid(pid, 0)
     if timed_out:
         return Ended("timeout")
+    _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -84,6 +89,18 @@ def run_isolated(call, timeout: float | None):
     if payload[:1] == b"E":
         return Ended("error", message=payload[1:].decode("utf-8", "replace"))
     return Ended("ok", pickle.loads(payload[1:]))
+
+
+def _interrupted(pid: int, grace: float = 1.0) -> bool:
+    """SIGUSR1 to a timed-out child; True when it ended (and was reaped) within `grace` s."""
+    os.kill(pid, signal.SIGUSR1)
+    end = time.monotonic() + grace
+    while time.monotonic() < end:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return True
+        time.sleep(0.005)
+    return False
 
 
 def die_with_parent() -> None:

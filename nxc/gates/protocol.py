@@ -35,8 +35,13 @@ class Status(str, enum.Enum):
         return format(self.value, spec)
 
 
-# Exit statuses of the `nxc` command line (`nxc run` exits with the gate's value instead).
+# Exit statuses of the `nxc` command line.
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TESTS, EXIT_INTERRUPTED = 0, 1, 2, 5, 130
+# `nxc run` tells a failing gate (1; its value is printed) from each tool
+# outcome, after the shell's conventions where there is one (124 as
+# timeout(1), 128+N for signal N); README and docs/runner.md list them.
+RUN_PASS, RUN_FAIL, RUN_USAGE, RUN_COMPILE_ERROR, RUN_RUNTIME_ERROR = 0, 1, 2, 3, 4
+RUN_MISMATCH, RUN_INTERNAL, RUN_TIMEOUT, RUN_SIGNAL_BASE = 5, 70, 124, 128
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,10 @@ class Outcome:
     emit_seconds: float = 0.0
     build_seconds: float = 0.0
     build_cached: bool | None = None    # C backend: True when the build came from the cache
+    checked: bool | None = None         # C backend: built with the memory checks and the .nx stack
+    # CRASH of an unchecked build: what running the gate again checked found (the
+    # stack is then that run's); TIMEOUT: empty (the stack says where it was).
+    detail: str = ""
     gate_return: object = field(default=None, compare=False)
 
     @property

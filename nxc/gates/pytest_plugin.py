@@ -36,6 +36,8 @@ def pytest_addoption(parser):
     group.addoption("--nx-opt", default=None, choices=["0", "2", "native"], help="C optimisation level (default 2)")
     group.addoption("--nx-include", action="append", default=[], metavar="DIR",
                     help="also look for imported .nx modules in DIR")
+    group.addoption("--nx-unchecked", action="store_true", default=False,
+                    help="C without memory checks and .nx stack (a crash is then located by a checked re-run)")
     group.addoption("--nx-soft-f32", action="store_true", default=False,
                     help="float32 primitives in .nx code (nx_src/nx_f32_soft.nx) instead of the runtime's")
     parser.addini("nx_collect", "collect .nx files: auto (default: unless pytest took its paths from "
@@ -56,7 +58,8 @@ def _options(config) -> execute.Options:
     return execute.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
                           opt=config.getoption("nx_opt") or "2", use_cache=not config.getoption("nx_no_cache"),
                           include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout",
-                          soft_f32=bool(config.getoption("nx_soft_f32")))
+                          soft_f32=bool(config.getoption("nx_soft_f32")),
+                          checked=not config.getoption("nx_unchecked"))
 
 
 def pytest_configure(config):

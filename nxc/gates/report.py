@@ -16,6 +16,7 @@ from xml.etree import ElementTree as ET
 
 from nxc.diagnostics import display_path
 from nxc.gates.protocol import Outcome, Site, Status
+from nxc.gates.stack import render_stack
 
 
 # Summary words, in the order the summary line lists them.
@@ -75,21 +76,46 @@ def show_value(value) -> str:
     return str(value)
 
 
-def runtime_error_report(outcome: Outcome, sources: dict) -> str:
-    """The run-time error, with its source line and a caret when it names one."""
-    lines = [f"RUNTIME-ERROR {outcome.message}"]
+def runtime_error_report(outcome: Outcome, sources: dict, prefix: str = "RUNTIME-ERROR ",
+                         message: str | None = None) -> str:
+    """The run-time error, with its source line and a caret when it names one,
+    then the .nx call stack."""
+    lines = [f"{prefix}{outcome.message if message is None else message}"]
     site = outcome.site
     src = sources.get(site.file) if site is not None else None
     if src is not None and 1 <= site.line <= len(src.text.splitlines()):
         lines.append(f" >{site.line:5d} | {src.line_text(site.line)}")
         lines.append(" " * 10 + " " * (site.column - 1) + "^")
+    if outcome.stack:
+        lines.append(render_stack(outcome.stack))
     return "\n".join(lines)
 
 
-def crash_report(sig: str) -> str:
+def crash_report(outcome: Outcome, sources: dict) -> str:
+    """The signal, and where the gate was: the checked re-run's finding
+    (`detail`) or the stack the checked build left."""
+    sig = outcome.message
     hint = SIGNAL_HINT.get(sig)
-    return (f"CRASH ({sig}): the gate's process was killed by {sig}" + (f" ({hint})" if hint else "")
+    text = (f"CRASH ({sig}): the gate's process was killed by {sig}" + (f" ({hint})" if hint else "")
             if sig.startswith("SIG") else f"CRASH: the gate's process ended without a result ({sig})")
+    first, _, rest = outcome.detail.partition("\n")
+    if first:
+        text += "\n" + first
+    if rest:
+        text += "\n" + runtime_error_report(outcome, sources, prefix="", message=rest)
+    elif outcome.stack:
+        text += "\n" + render_stack(outcome.stack)
+    return text
+
+
+def timeout_report(outcome: Outcome, timeout: float, flag: str = "--timeout") -> str:
+    """TIMEOUT, and where the gate was when it was stopped."""
+    text = f"TIMEOUT: the gate did not finish in {timeout:g} s and was stopped ({flag} SECONDS allows more)"
+    if outcome.stack:
+        text += "\n" + render_stack(outcome.stack, "it was stopped in (innermost first):")
+    elif outcome.checked is False:
+        text += "\n(an unchecked build keeps no .nx stack: run without --unchecked to see where it was)"
+    return text
 
 
 # ------------------------------------------------------------------ a run

@@ -19,26 +19,35 @@ from nxc.gates.protocol import Outcome, Status
 
 
 def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-             timeout: float | None = 60.0, verbose: bool = False, emitted=None) -> Outcome:
+             timeout: float | None = 60.0, verbose: bool = False, emitted=None, checked: bool = True) -> Outcome:
     """The outcome of the program's gate on one backend.
 
-    emitted: code emitted already (for a test of an emitter variant)."""
-    prepared = backend_for(backend).prepare(program, purpose="gate", opt=opt, use_cache=use_cache, emitted=emitted)
+    emitted: code emitted already (for a test of an emitter variant).
+    checked=False: C without memory checks and .nx stack; if such a gate
+    crashes, it is run again checked to say where (the outcome stays CRASH,
+    with that run's finding in `detail` and its `stack`)."""
+    prepared = backend_for(backend, checked=checked).prepare(program, purpose="gate", opt=opt,
+                                                             use_cache=use_cache, emitted=emitted)
     if verbose and prepared.build_cached is not None:
         what = "cached build" if prepared.build_cached else "C build"
         print(f"nxc: emit {1000 * prepared.emit_seconds:.1f} ms, "
               f"{what} {1000 * prepared.build_seconds:.1f} ms", file=sys.stderr)
+    loaded = prepared.loaded
+    loaded.share_stack()
     start = time.perf_counter()
-    ended = run_isolated(prepared.loaded.run_gate, timeout)
+    ended = run_isolated(loaded.run_gate, timeout, interrupt=loaded.interrupt_on_timeout)
     seconds = time.perf_counter() - start
     if ended.kind == "ok":
         outcome = ended.value
     elif ended.kind == "timeout":
-        outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time")
+        outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=loaded.stack_after_death())
     elif ended.kind == "crash":
-        outcome = Outcome(Status.CRASH, message=ended.message)
+        outcome = Outcome(Status.CRASH, message=ended.message, stack=loaded.stack_after_death())
+        if backend == "c" and not checked and emitted is None:
+            outcome = locate_crash(program, outcome, opt, use_cache, timeout)
     else:       # run_gate raised: nx code cannot make it, so nxc failed; reported as before
         outcome = Outcome(Status.RUNTIME_ERROR, message=ended.message)
+    loaded.stack_after_death()          # the shared page, if still open, is closed
     gate_return = None
     if outcome.gate_site is not None and 0 <= outcome.gate_site < len(program.gate_returns):
         gate_return = program.gate_returns[outcome.gate_site]
@@ -46,15 +55,29 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     return dataclasses.replace(outcome, backend=backend, seconds=seconds, gate_return=gate_return,
                                emit_seconds=prepared.emit_seconds,
                                build_seconds=getattr(built, "seconds", prepared.build_seconds),
-                               build_cached=prepared.build_cached)
+                               build_cached=prepared.build_cached,
+                               checked=getattr(prepared.emitted, "checked", None) if backend == "c" else None)
+
+
+def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None) -> Outcome:
+    """An unchecked build crashed: run the gate again checked, and say what that run found."""
+    again = run_gate(program, "c", opt, use_cache, timeout, checked=True)
+    prefix = "the checked build (run again to locate the crash)"
+    if again.status == Status.RUNTIME_ERROR:
+        return dataclasses.replace(outcome, detail=f"{prefix} stopped at:\n{again.message}", stack=again.stack,
+                                   site=again.site)
+    if again.status == Status.CRASH:
+        return dataclasses.replace(outcome, detail=f"{prefix} crashed too", stack=again.stack)
+    value = "" if again.value is None else f" {again.value}"
+    return dataclasses.replace(outcome, detail=f"{prefix} did not crash: {again.status}{value}")
 
 
 def execute(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-            timeout: float | None = 60.0, verbose: bool = False) -> list[Outcome]:
+            timeout: float | None = 60.0, verbose: bool = False, checked: bool = True) -> list[Outcome]:
     """Run the program's gate on one backend, or on both ("both")."""
     outcomes = []
     for b in (("c", "py") if backend == "both" else (backend,)):
-        outcomes.append(run_gate(program, b, opt, use_cache, timeout, verbose))
+        outcomes.append(run_gate(program, b, opt, use_cache, timeout, verbose, checked=checked))
         if verbose:
             print(f"nxc: gate ({b}) {1000 * outcomes[-1].seconds:.1f} ms", file=sys.stderr)
     return outcomes

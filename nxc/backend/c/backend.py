@@ -6,21 +6,34 @@ extension module: the fastest calls); nxc/backend/c/build.py says why.
 A run-time error in nx code makes the generated C return a non-zero
 status and record which site trapped; the site's position comes from the
 emitter's table.
+
+Checked (the default): every memory access is checked and the .nx call
+stack kept (runtime/nx_runtime.h, NXRT_CHECKED); a fault is recorded as
+numbers that nxc/backend/c/faults.py words. For a gate, the shadow stack is
+mirrored into a page shared with the parent, which reads it after a crash or
+a timeout (`stack_after_death`). For the Python API, each numpy argument is
+registered with its real size for the duration of the call.
 """
 from __future__ import annotations
+
+import mmap
 
 from nxc.backend import base
 from nxc.backend.base import NxRuntimeError
 from nxc.backend.c import build as c_build
-from nxc.backend.c.emit import c_abi_type, c_type, emit_c
+from nxc.backend.c import faults
+from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type, emit_c
 from nxc.check.types import VOID, BoolType, PointerType, Type
 
 
 class CBackend(base.Backend):
     name = "c"
 
+    def __init__(self, checked: bool = True):
+        self.checked = checked
+
     def emit(self, program):
-        return emit_c(program)
+        return emit_c(program, checked=self.checked)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         return c_build.build(emitted, opt=opt, use_cache=use_cache, abi=purpose == "gate")
@@ -38,19 +51,54 @@ class CLoaded(base.Loaded):
     def __init__(self, program, emitted, built):
         super().__init__(program, emitted, built)
         self.lib, self.ffi = c_build.load(built)
+        self.checked = bool(getattr(emitted, "checked", False))
+        self._page = None               # the shadow stack shared with a gate's child
+        self._arg_names: list[str] = []
 
-    def _trap_site(self):
-        return self.emitted.sites[self.lib.nxc_trap_site()]
+    # ---- faults and the stack ----
+    def _fault(self):
+        """(message, innermost site index, stack) of the trap that just happened."""
+        info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
+        self.lib.nxc_fault_info(info)
+        info = list(info)
+        trap_site = self.lib.nxc_trap_site()
+        sites = self.emitted.sites
+        if info[0] != faults.F_NONE:
+            site = int(info[7])
+            text = faults.describe(info, sites, arg_name=self._arg_name)
+            message = f"{faults.site_where(sites, site)}: runtime error: {text}"
+        else:
+            site = trap_site
+            message = faults.trap_message(info, trap_site, sites)
+        frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
+        return message, site, faults.stack_from(frames, sites, site)
+
+    def _arg_name(self, k: int):
+        return self._arg_names[k] if 0 <= k < len(self._arg_names) else None
+
+    def stack_after_death(self) -> tuple:
+        if self._page is None:
+            return ()
+        frames = faults.read_mirror(self._page)
+        self._page.close()
+        self._page = None
+        return faults.stack_from(frames, self.emitted.sites)
 
     def run_gate(self):
         lib = self.lib
+        if self._page is not None:          # forked from the runner, which made the page
+            lib.nxc_stack_mirror(self.ffi.from_buffer(self._page), len(self._page))
         out = self.ffi.new("int64_t *")
         status = lib.nxc_run_main(out)
         if status == 2:
             return base.no_gate(self.name)
         if status == 1:
-            s = self._trap_site()
-            return base.trapped(self.program, s.path, s.line, s.col, s.what, self.name)
+            message, k, stack = self._fault()
+            s = self.emitted.sites[k] if 0 <= k < len(self.emitted.sites) else None
+            if s is None:
+                return base.trapped(self.program, None, 0, 0, "", self.name, message=message, stack=stack)
+            return base.trapped(self.program, s.path, s.line, s.col, s.what, self.name, message=message,
+                                stack=stack)
         value, site = out[0], lib.nxc_gate_site()
         captured = ()
         if value != 0:
@@ -58,9 +106,14 @@ class CLoaded(base.Loaded):
             captured = self.emitted.captured(site, lib.nxc_gate_captured_mask(), raw)
         return base.returned(self.program, value, site, captured, self.name)
 
+    def share_stack(self) -> None:
+        """Before forking a gate's child: a page the child mirrors its shadow stack into."""
+        if self.checked and self._page is None:
+            self._page = mmap.mmap(-1, self.lib.nxc_stack_bytes())
+
     def _error(self) -> NxRuntimeError:
-        s = self._trap_site()
-        return NxRuntimeError(f"{s.path}:{s.line}:{s.col}: runtime error: {s.what}")
+        message, _, stack = self._fault()
+        return NxRuntimeError(message, stack)
 
     def run_main(self) -> int:
         out = self.ffi.new("int64_t *")
@@ -84,13 +137,26 @@ class CLoaded(base.Loaded):
         keep = []          # the arrays stay alive until the call returns
         c_args = [self._c_arg(v, keep) for v in args]
         wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
-        if fn.ret is VOID:
-            status = wrapper(*c_args)
-            result = None
-        else:
-            out = self.ffi.new(_out_ctype(fn.ret))
-            status = wrapper(*c_args, out)
-            result = out[0]
+        if self.checked:
+            # The arrays are valid memory for this call only, with their real sizes.
+            self._arg_names = [p.name for p in fn.params]
+            for k, v in enumerate(args):
+                if isinstance(v, tuple) and v[0] == "array":
+                    if self.lib.nxc_buf_register(c_args[k], v[1].nbytes, k) != 0:
+                        self.lib.nxc_buf_clear()
+                        raise ValueError(f"{fn.decl.name}(): more numpy arrays than the checked runtime "
+                                         "registers per call (64)")
+        try:
+            if fn.ret is VOID:
+                status = wrapper(*c_args)
+                result = None
+            else:
+                out = self.ffi.new(_out_ctype(fn.ret))
+                status = wrapper(*c_args, out)
+                result = out[0]
+        finally:
+            if self.checked:
+                self.lib.nxc_buf_clear()
         if status != 0:
             raise self._error()
         if isinstance(fn.ret, PointerType):
@@ -99,15 +165,28 @@ class CLoaded(base.Loaded):
             return bool(result)
         return result
 
-    def read(self, address: int, t: Type):
+    def _probe(self, address: int, size: int, align: int, what: str) -> None:
+        """Checked mode: raise unless [address, address + size) is live memory."""
+        if self.lib.nxc_probe(self.ffi.cast("void *", address), size, align) != 0:
+            info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
+            self.lib.nxc_fault_info(info)
+            raise NxRuntimeError(f"runtime error: {faults.describe(list(info), self.emitted.sites, what=what)}")
+
+    def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:
-            raise NxRuntimeError("reading a field through a null pointer")
+            raise NxRuntimeError("runtime error: read through a null pointer")
         ct = "uintptr_t" if isinstance(t, PointerType) else c_type(t)
+        if self.checked:
+            size = self.ffi.sizeof(ct)
+            self._probe(address, size, size, f"{what or 'read'} ({t})")
         value = self.ffi.cast(ct + " *", address)[0]
         return bool(value) if isinstance(t, BoolType) else int(value)
 
     def read_array(self, address: int, count: int, dtype):
         import numpy as np      # the API's dependency; gate runs never pay for its import
+        if self.checked and count > 0:
+            self._probe(address, count * dtype.itemsize, dtype.itemsize,
+                        f"read of {count} {dtype} element{'s' if count != 1 else ''}")
         buf = self.ffi.buffer(self.ffi.cast("char *", address), count * dtype.itemsize)
         return np.frombuffer(bytes(buf), dtype=dtype).copy()
 

@@ -139,6 +139,7 @@ def flags_for(opt: str) -> list[str]:
 def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
     h = hashlib.sha256()
     for part in (__version__, cffi.__version__, compiler_identity(compiler()), mode,
+                 "checked" if emitted.checked else "unchecked",
                  " ".join(flags_for(opt)), importlib.machinery.EXTENSION_SUFFIXES[0],
                  _runtime_header_text(), emitted.cdef, emitted.text):
         h.update(part.encode())

@@ -31,12 +31,18 @@ from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
 from nxc.lower.plan import plan_program
 from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase, strip_outer_parens
 from nxc.backend.skeleton import template
+from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
 _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64, True): "int64_t",
           (8, False): "uint8_t", (16, False): "uint16_t", (32, False): "uint32_t", (64, False): "uint64_t"}
 
+
+
+# Externs that take or give memory: checked builds call the runtime's
+# nxrt_chk_* twin, which checks the range against the live mappings.
+CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read")
 
 def c_type(t: Type) -> str:
     if isinstance(t, IntType):
@@ -85,11 +91,18 @@ def func_c_name(sym) -> str:
 
 @dataclass
 class Site:
-    """A source position a run-time error can name (division by zero)."""
+    """A source position a run-time error or a stack frame can name.
+
+    `what` is the trap's message (division by zero) or, for a checked access,
+    "read of i64" / "write of ptr"; `kind` says what the site is: "div",
+    "access", "call", "loop", "entry" (a function's own line), "mmap",
+    "munmap", "write"; `function` is the nx function the site lies in."""
     path: str
     line: int
     col: int
     what: str = "runtime error"
+    kind: str = "div"
+    function: str = ""
 
 
 @dataclass
@@ -101,13 +114,36 @@ class EmittedC(CapturesMixin):
     # gate return site -> the guard operands whose values the gate records
     captures: dict[int, list[CapturedOperand]] = field(default_factory=dict)
     capture_slots: int = CAPTURE_SLOTS
+    checked: bool = False   # built with the memory checks and the shadow stack
 
 
 class FunctionEmitter(FunctionEmitterBase):
     """Writes one function body as C statements (lines of text)."""
 
-    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True):
+    def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
+                 checked: bool = False, may_unmap: frozenset = frozenset()):
         super().__init__(program, fn, gate)
+        # Checked mode (the default of nxc run/test/load): every memory access
+        # goes through NXRT_CHK, every call and loop head keeps the shadow
+        # stack (runtime/nx_runtime.h). All of it is written by the helpers in
+        # the "checked mode" section below.
+        self.checked = checked
+        # The functions whose calls may end a mapping (nxc/lower/may_unmap.py),
+        # after which this function's site caches (nx_cbK/nx_csK) are forgotten.
+        self.may_unmap = may_unmap
+        self.cache_count = 0
+        # Accesses through the same pointer text at the same type share one
+        # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
+        # not three); any cache gives a complete check, sharing only decides hits.
+        self.cache_of: dict[tuple[str, str], int] = {}
+        self.pointer_text: list[str] = []     # set by address(): the pointer the place is reached through
+        # A function with no loop and no call of an nx function takes no shadow-stack
+        # frame: it cannot spin or recurse, and a fault in it names it by its own
+        # site (faults.stack_from puts it on top of its caller's frame). Small
+        # helpers called in hot loops (nx_f32_max, nx_f32_exp) stay as cheap
+        # and as inlinable as unchecked.
+        own = {f.decl.name for f in program.functions}
+        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & own))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
@@ -127,15 +163,26 @@ class FunctionEmitter(FunctionEmitterBase):
     def temp(self, t: Type) -> str:
         return self.new_temp(c_type(t))
 
-    def site(self, pos, what: str) -> int:
-        self.sites.append(Site(pos.file.path, pos.line, pos.col, what))
+    def site(self, pos, what: str, kind: str = "div") -> int:
+        self.sites.append(Site(pos.file.path, pos.line, pos.col, what, kind, self.fn.decl.name))
         return len(self.sites) - 1
 
     # ---- statements ----
     def body(self) -> list[str]:
+        prologue = []
+        if self.framed:
+            prologue = [f"{self.indentation(1)}volatile int32_t *nx_fr = "
+                        f"nxrt_enter({self.site(self.fn.decl.pos, 'entry', 'entry')});"]
         super().body()
+        if self.framed and self.fn.ret is VOID:
+            self.emit("nxrt_leave();")
         decls = [f"{self.indentation(1)}{t} {name};" for t, name in self.temps]
-        return decls + self.lines
+        if self.checked:
+            forget = " = ".join([f"nx_cs{k}" for k in range(self.cache_count)] + ["0"])
+            decls += [f"{self.indentation(1)}uintptr_t nx_cb{k} = 0; uint64_t nx_cs{k} = 0;"
+                      for k in range(self.cache_count)]
+            return decls + prologue + [line.replace(_FORGET, forget) for line in self.lines]
+        return decls + prologue + self.lines
 
     def stmt(self, s: ast.Stmt) -> None:
         self.line_directive(s.pos)
@@ -160,7 +207,7 @@ class FunctionEmitter(FunctionEmitterBase):
                 tmp = self.temp(self.ty(value) if self.ty(value) is not None else I64)
                 self.emit(f"{tmp} = {v};")
                 v = tmp
-            self.emit(f"{self.expr(target)} = {v};")
+            self.emit(f"{self.place(target, 'write')} = {v};")
             return
         op = s.op[:-1]
         t: IntType = self.ty(target)
@@ -173,7 +220,7 @@ class FunctionEmitter(FunctionEmitterBase):
             place = self.expr(target)
             self.emit(f"{place} = {self.arith(op, t, place, v, self.ty(value), s.pos)};")
         else:
-            self.emit(f"{{ {c_type(t)} *nx_p = &({self.expr(target)}); "
+            self.emit(f"{{ {c_type(t)} *nx_p = &({self.place(target, 'write')}); "
                       f"*nx_p = {self.arith(op, t, '*nx_p', v, self.ty(value), s.pos)}; }}")
 
     def visit_If(self, s: ast.If, prefix: str = "if") -> None:
@@ -194,7 +241,15 @@ class FunctionEmitter(FunctionEmitterBase):
         self.emit("}")
 
     def visit_While(self, s: ast.While) -> None:
-        self.emit(f"while ({self.cond(s.cond)}) {{")
+        if self.checked and self.restamps(s):
+            self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
+        elif self.checked:
+            # Nothing in the body moves this frame's slot: stamp it once (a hot
+            # inner loop pays no store per iteration).
+            self.emit(f"{self.frame_at(s.pos, 'loop')};")
+            self.emit(f"while ({self.cond(s.cond)}) {{")
+        else:
+            self.emit(f"while ({self.cond(s.cond)}) {{")
         self.block(s.body)
         self.emit("}")
 
@@ -205,12 +260,15 @@ class FunctionEmitter(FunctionEmitterBase):
         self.emit("continue;")
 
     def visit_Return(self, s: ast.Return) -> None:
+        leave = "nxrt_leave(); " if self.framed else ""
         if s.value is None:
-            self.emit("return;")
+            self.emit(f"{leave}return;")
             return
         v = self.expr(s.value)
         if self.gate and self.site_of(s) is not None:
-            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {self.site_of(s)}; return nx_r; }}")
+            self.emit(f"{{ int64_t nx_r = {v}; nx_gate_site = {self.site_of(s)}; {leave}return nx_r; }}")
+        elif self.framed:
+            self.emit(f"{{ {c_type(self.fn.ret)} nx_r = {v}; {leave}return nx_r; }}")
         else:
             self.emit(f"return {v};")
 
@@ -265,6 +323,10 @@ class FunctionEmitter(FunctionEmitterBase):
         return func_c_name(sym)
 
     def visit_Unary(self, e: ast.Unary) -> str:
+        if self.checked and e.op in ("*", "&"):
+            if e.op == "*":
+                return self.checked_place(e, "read")
+            return f"(({c_type(self.ty(e))}){self.address(e.operand)})"
         a = self.expr(e.operand)
         if e.op == "-":
             return f"(({c_type(self.ty(e))})(-{a}))"
@@ -329,9 +391,16 @@ class FunctionEmitter(FunctionEmitterBase):
         pres, args = [], []
         for i, a in enumerate(e.args):
             pre, text = self.sequenced(a, e.args[i + 1:])
+            if self.checked and pre is None and self.has_call(a) and self.sym(e.func).kind != "extern":
+                # The call's site must be stored after its arguments' calls
+                # stored theirs: hold the argument in a temporary first.
+                tmp = self.temp(self.ty(a))
+                pre, text = f"({tmp} = {text})", tmp
             if pre:
                 pres.append(pre)
             args.append(text)
+        if self.checked:
+            return self.checked_call(e, pres, args)
         call = f"{func_c_name(self.sym(e.func))}({', '.join(args)})"
         return f"({', '.join(pres)}, {call})" if pres else call
 
@@ -363,13 +432,94 @@ class FunctionEmitter(FunctionEmitterBase):
         return a, self.float_expr(right)
 
     def visit_Index(self, e: ast.Index) -> str:
+        if self.checked:
+            return self.checked_place(e, "read")
         pre, base = self.sequenced(e.base, [e.index])
         text = f"{base}[{self.expr(e.index)}]"
         return f"(*({pre}, &{text}))" if pre else text
 
     def visit_FieldAccess(self, e: ast.FieldAccess) -> str:
+        if self.checked:
+            return self.checked_place(e, "read")
         base = self.expr(e.base)
         return f"{base}{'->' if self.info.through_pointer(e) else '.'}f_{e.name}"
+
+    # ---- checked mode: memory places, calls, the shadow stack ----
+    def place(self, e: ast.Expr, mode: str) -> str:
+        """The C lvalue of an assignment's target (checked as a write)."""
+        if self.checked and _is_memory_place(e):
+            return self.checked_place(e, mode)
+        return self.expr(e)
+
+    def checked_place(self, e: ast.Expr, mode: str) -> str:
+        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked."""
+        t = c_type(self.ty(e))
+        site = self.site(e.pos, f"{mode} of {_access_type_name(self.ty(e))}", "access")
+        address = self.address(e)
+        key = (self.pointer_text.pop() if self.pointer_text else address, t)
+        k = self.cache_of.get(key)
+        if k is None:
+            k = self.cache_of[key] = self.cache_count
+            self.cache_count += 1
+        return f"NXRT_CHK({t}, {address}, {k}, {site})"
+
+    def address(self, e: ast.Expr) -> str:
+        """The address of a memory place as a uintptr_t expression, not checked
+        (C's pointer arithmetic, wrapping at 64 bits)."""
+        if isinstance(e, ast.Index):
+            pre, base = self.sequenced(e.base, [e.index])
+            text = (f"((uintptr_t)({base}) + (uintptr_t)({self.expr(e.index)}) * "
+                    f"(uintptr_t)sizeof({c_type(self.ty(e))}))")
+            self.pointer_text = [base]
+            return f"({pre}, {text})" if pre else text
+        if isinstance(e, ast.FieldAccess):
+            through = self.info.through_pointer(e)
+            struct = self.ty(e.base).target if through else self.ty(e.base)
+            if through:
+                pointer = self.expr(e.base)
+                base = f"(uintptr_t)({pointer})"
+            else:
+                base = self.address(e.base)
+                pointer = self.pointer_text[0] if self.pointer_text else base
+            self.pointer_text = [pointer]
+            return f"({base} + offsetof({c_type(struct)}, f_{e.name}))"
+        if isinstance(e, ast.Unary) and e.op == "*":
+            pointer = self.expr(e.operand)
+            self.pointer_text = [pointer]
+            return f"((uintptr_t)({pointer}))"
+        raise TypeError(f"not a memory place: {type(e).__name__}")
+
+    def restamps(self, s: ast.While) -> bool:
+        """Whether the loop must store its site each iteration: its body (or
+        condition) holds a call of an nx function or an inner loop, which
+        store theirs in this frame's slot."""
+        own = {fn.decl.name for fn in self.program.functions}
+        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & own)
+
+    def frame_at(self, pos, kind: str) -> str:
+        """Store a site in this function's shadow-stack slot (where it is now)."""
+        return f"*nx_fr = {self.site(pos, kind, kind)}"
+
+    def checked_call(self, e: ast.Call, pres: list[str], args: list[str]) -> str:
+        sym = self.sym(e.func)
+        if sym.kind == "extern":
+            if sym.name in CHECKED_EXTERNS:
+                what = sym.name[4:]
+                call = f"nxrt_chk_{sym.name}({', '.join(args + [str(self.site(e.pos, what, what))])})"
+            else:
+                call = f"{func_c_name(sym)}({', '.join(args)})"
+            parts = pres
+        else:
+            call = f"{func_c_name(sym)}({', '.join(args)})"
+            parts = pres + [self.frame_at(e.pos, 'call')]
+        if sym.name in self.may_unmap:
+            # A mapping may have ended: forget the site caches, after the call.
+            if self.ty(e) is None or self.ty(e) is VOID:
+                call = f"({call}, {_FORGET})"
+            else:
+                tmp = self.temp(self.ty(e))
+                call = f"({tmp} = {call}, {_FORGET}, {tmp})"
+        return f"({', '.join(parts)}, {call})" if parts else call
 
     def visit_SizeOf(self, e: ast.SizeOf) -> str:   # always folded; kept for clarity
         return c_int_literal(self.const(e), I64)
@@ -378,6 +528,23 @@ class FunctionEmitter(FunctionEmitterBase):
         return c_int_literal(self.const(e), self.ty(e))
 
     visit_BoolLit = visit_IntLit
+
+
+# Where the checked code forgets its site caches (filled in when the function is done).
+_FORGET = "/*nx:forget*/"
+
+
+def _is_memory_place(e: ast.Expr) -> bool:
+    return isinstance(e, (ast.Index, ast.FieldAccess)) or (isinstance(e, ast.Unary) and e.op == "*")
+
+
+def _access_type_name(t: Type) -> str:
+    """The name of an access's type in fault messages (the Python backend's words)."""
+    if isinstance(t, PointerType):
+        return "ptr"
+    if isinstance(t, StructType):
+        return f"struct {t.name}"
+    return str(t)
 
 
 def _is_stable_place(e: ast.Expr) -> bool:
@@ -406,20 +573,31 @@ def signature(fn: Function) -> str:
     return f"static {inline}{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
-# The entry points a gate run needs (loaded with cffi's dlopen: see build_c).
+# The entry points a gate run needs (loaded with cffi's dlopen: see build_c),
+# and those of checked mode (stubs in an unchecked build; nxc_checked() says which).
 GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int nxc_trap_site(void);", "const char *nxc_trap_kind(void);",
-             "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);")
+             "int64_t nxc_gate_captured(int slot);", "uint32_t nxc_gate_captured_mask(void);",
+             "int nxc_checked(void);", "void nxc_fault_info(int64_t *out);", "int nxc_stack_depth(void);",
+             "int nxc_stack_frame(int k);", "int nxc_stack_mirror(void *page, int64_t nbytes);",
+             "int64_t nxc_stack_bytes(void);",
+             "int nxc_buf_register(void *p, int64_t nbytes, int arg);", "void nxc_buf_clear(void);",
+             "int nxc_probe(void *p, int64_t size, int64_t align);")
+FAULT_INFO_WORDS = 10
 
 
-def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
+def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> EmittedC:
     """unbox_f32=False writes every float32 primitive as a runtime call on bits
-    (the plain path the unboxed code must agree with, bit for bit)."""
+    (the plain path the unboxed code must agree with, bit for bit).
+    checked=True checks every memory access and keeps the .nx call stack
+    (runtime/nx_runtime.h, NXRT_CHECKED)."""
     sites: list[Site] = []
     captures = dict(plan_program(program).captures)
     functions = []
+    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
     for fn in program.functions:
-        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32).body()
+        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
+                               checked=checked, may_unmap=unmapping).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,
@@ -440,11 +618,28 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
                         "call": f"nxf_{fn.decl.name}({', '.join(call_args)})",
                         "returns": fn.ret is not VOID,
                         "ret_abi": c_abi_type(fn.ret)})
+    # The externs the program declares are callable through the Python API too
+    # (`nxc.load("nx_f32.nx").nx_f32_add`): a wrapper calls the runtime's.
+    for sym in program.externs:
+        ftype = sym.type
+        params = [f"{c_abi_type(t)} a{i}" for i, t in enumerate(ftype.params)]
+        call_args = [f"({c_type(t)})a{i}" for i, t in enumerate(ftype.params)]
+        soft = "nx_soft_" + sym.name[len("nx_"):]           # --soft-f32: the .nx primitive instead
+        if sym.name in CHECKED_EXTERNS and checked:
+            call = f"nxrt_chk_{sym.name}({', '.join(call_args + ['-1'])})"     # site -1: the Python API
+        elif any(fn.decl.name == soft for fn in program.functions):
+            call = f"nxf_{soft}({', '.join(call_args)})"
+        else:
+            call = f"nxrt_{sym.name}({', '.join(call_args)})"
+        if ftype.ret is not VOID:
+            params.append(f"{c_abi_type(ftype.ret)} *out")
+        exports.append({"name": sym.name, "params": ", ".join(params) or "void", "call": call,
+                        "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
     root = program.graph.root.source.path
     text = template("module.c.j2").render(
         version=__version__, root=os.path.basename(root), structs=structs, globals=globals_,
         functions=functions, exports=exports, has_entry=program.entry is not None,
-        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS,
+        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
         int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
                    ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
                    ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
@@ -453,4 +648,4 @@ def emit_c(program: Program, unbox_f32: bool = True) -> EmittedC:
     for x in exports:
         cdef.append(f"int nxw_{x['name']}({x['params']});")
     return EmittedC(text, "\n".join(cdef) + "\n", sites,
-                    [fn for fn in program.functions if fn is not program.entry], captures)
+                    [fn for fn in program.functions if fn is not program.entry], captures, checked=checked)

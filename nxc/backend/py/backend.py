@@ -14,11 +14,13 @@ see nx code's writes as they would on the C backend.
 """
 from __future__ import annotations
 
+import mmap
 import sys
 import time
 from dataclasses import dataclass
 
 from nxc.backend import base
+from nxc.backend.py import stack as nx_stack
 from nxc.backend.base import NxRuntimeError
 from nxc.backend.py.emit import emit_py, type_key
 from nxc.backend.py.run import RECURSION_LIMIT, compile_py, describe_fault, execute_module, runtime_modules
@@ -58,9 +60,12 @@ class PyLoaded(base.Loaded):
     Python callable that raises the runtime's located NxRuntimeError.
     """
     name = "py"
+    # On a timeout the child gets SIGUSR1 and writes its .nx stack into _page.
+    interrupt_on_timeout = True
 
     def __init__(self, program, emitted, built):
         super().__init__(program, emitted, built)
+        self._page = None
         self._ns: dict | None = None
         self._arrays: dict[int, tuple] = {}     # id(array) -> (array, address, nbytes)
 
@@ -94,9 +99,23 @@ class PyLoaded(base.Loaded):
         call.__doc__ = f"nx function {name} (Python backend)"
         return call
 
+    def share_stack(self) -> None:
+        if self._page is None:
+            self._page = mmap.mmap(-1, 1 << 16)
+
+    def stack_after_death(self) -> tuple:
+        if self._page is None:
+            return ()
+        frames = nx_stack.read_timeout_report(self._page)
+        self._page.close()
+        self._page = None
+        return tuple(frames)
+
     def run_gate(self):
         if self.emitted.entry is None:
             return base.no_gate(self.name)
+        if self._page is not None:
+            nx_stack.install_timeout_report(self._page, self.emitted)
         # Deep nx recursion is a stack overflow to report, not a RecursionError at
         # Python's default depth. Only here: the gate runner calls this in a child.
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
@@ -106,11 +125,13 @@ class PyLoaded(base.Loaded):
             value = ns[self.emitted.entry]()
         except Exception as exc:   # noqa: BLE001 - every fault becomes a located outcome
             err = self._located(exc)
+            frames = nx_stack.stack_from_traceback(exc.__traceback__, self.emitted, str(err))
             where = getattr(err, "where", None)
             if where is None:
-                return base.trapped(self.program, None, 0, 0, "", self.name, message=str(err))
+                return base.trapped(self.program, None, 0, 0, "", self.name, message=str(err), stack=frames)
             path, line, col = where
-            return base.trapped(self.program, path, line, col, err.what, self.name, message=str(err))
+            return base.trapped(self.program, path, line, col, err.what, self.name, message=str(err),
+                                stack=frames)
         captured = ()
         if value != 0:
             slots = self.emitted.capture_slots
@@ -121,7 +142,8 @@ class PyLoaded(base.Loaded):
 
     # ---- the Python API ----
     def _error(self, exc: BaseException) -> NxRuntimeError:
-        return NxRuntimeError(str(self._located(exc)))
+        err = self._located(exc)
+        return NxRuntimeError(str(err), nx_stack.stack_from_traceback(exc.__traceback__, self.emitted, str(err)))
 
     def _address_of(self, arr) -> int:
         entry = self._arrays.get(id(arr))
@@ -169,7 +191,7 @@ class PyLoaded(base.Loaded):
     def run_main(self) -> int:
         return self._guarded(self.namespace[self.emitted.entry], ())
 
-    def read(self, address: int, t):
+    def read(self, address: int, t, what: str | None = None):
         mem = runtime_modules()[1]
         fmt = mem.FORMATS[type_key(t)]
         size = mem.SIZES[fmt]

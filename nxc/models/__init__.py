@@ -1,0 +1,1 @@
+"""Model helpers built on bundled .nx modules (nxc.models.qwen3)."""
