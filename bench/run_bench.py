@@ -28,6 +28,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+# One core for everyone: BLAS would otherwise use every CPU while nx C uses one
+# (issue 19 compares single-core throughput). Set before numpy is imported.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 import numpy as np  # noqa: E402
 
 import nxc  # noqa: E402
@@ -163,6 +168,64 @@ def bench_gqa(sizes, repeats):
         if prev is not None:
             row("gqa", f"n={n}: growth vs n={prev[0]} (nx C; 4.0 = quadratic)", f"{t_nx / prev[1]:.2f}x")
         prev = (n, t_nx)
+
+
+def bench_simd(sizes, repeats):
+    """Issue 19: vectorized nx C against the scalar code and the float libraries, GFLOP/s."""
+    print("1b. GQA attention, vectorized nx C vs scalar C, numpy float32/float64, torch")
+    hq, hkv, d = 32, 8, 128
+    path = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
+    # unchecked, as section 1 (memory checks keep GCC from vectorizing: see docs/performance.md)
+    builds = [("nx C -O2 (x86-64)", nxc.load(path, checked=False)),
+              ("nx C -O2 x86-64-v3", nxc.load(path, march="x86-64-v3", checked=False)),
+              ("nx C native", nxc.load(path, opt="native", checked=False))]
+    lib, ffi = hand_c()
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(1)
+    scale = float(np.float32(1 / np.sqrt(d)))
+    sbits = int(bits(np.float32(scale)))
+    p = lambda a: ffi.cast("int64_t *", a.ctypes.data)  # noqa: E731
+    for n in sizes:
+        Q = rng.standard_normal((n, hq * d), dtype=np.float32)
+        K = rng.standard_normal((n, hkv * d), dtype=np.float32)
+        V = rng.standard_normal((n, hkv * d), dtype=np.float32)
+        Q64, K64, V64 = Q.astype(np.float64), K.astype(np.float64), V.astype(np.float64)
+        qb, kb, vb = bits(Q.ravel()), bits(K.ravel()), bits(V.ravel())
+        outs = [np.zeros(n * hq * d, np.int64) for _ in builds]
+        out_c = np.zeros(n * hq * d, np.int64)
+        fns = [(lambda m=m, o=o: m.nx_f32_gqa_attention(qb, kb, vb, n, hq, hkv, d, sbits, o))
+               for (_, m), o in zip(builds, outs)]
+        names = [name for name, _ in builds]
+        fns.append(lambda: lib.hand_gqa_attention(p(qb), p(kb), p(vb), n, hq, hkv, d, sbits, p(out_c)))
+        names.append("hand-written scalar C")
+        fns.append(lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale))
+        names.append("numpy float32")
+        fns.append(lambda: numpy_gqa(Q64, K64, V64, n, hq, hkv, d, scale))
+        names.append("numpy float64")
+        if torch is not None:
+            tq = torch.from_numpy(Q).reshape(n, hq, d).transpose(0, 1)
+            tk = torch.from_numpy(K).reshape(n, hkv, d).transpose(0, 1).repeat_interleave(hq // hkv, 0)
+            tv = torch.from_numpy(V).reshape(n, hkv, d).transpose(0, 1).repeat_interleave(hq // hkv, 0)
+            fns.append(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv))
+            names.append("torch SDPA")
+        times = dict(zip(names, paired_medians(fns, max(3, repeats if n <= 256 else repeats // 2))))
+        flops = 4.0 * n * n * d * hq
+        same = all(np.array_equal(o, out_c) for o in outs)
+        for name, t in times.items():
+            row("simd", f"n={n}: {name}", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s")
+        f32 = times["numpy float32"]
+        best = min(times[name] for name, _ in builds)
+        row("simd", f"n={n}: nx C / numpy float32 (default build, best build)",
+            f"{times[builds[0][0]] / f32:.2f} / {best / f32:.2f}"
+            f"   bits: {'every nx build == scalar C' if same else 'OUTPUTS DIFFER'}")
+        if torch is not None:
+            row("simd", f"n={n}: best nx C / torch SDPA", f"{best / times['torch SDPA']:.2f}")
+        else:
+            row("simd", f"n={n}: torch SDPA", "not installed")
 
 
 # ---------------------------------------------------------------- 2. paged vs contiguous
@@ -497,15 +560,17 @@ def bench_python(repeats):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
-    ap.add_argument("--only", choices=["gqa", "paged", "checked", "build", "frontend", "python"], action="append")
+    ap.add_argument("--only", choices=["gqa", "simd", "paged", "checked", "build", "frontend", "python"], action="append")
     args = ap.parse_args()
     os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
-    only = set(args.only or ["gqa", "paged", "checked", "build", "frontend", "python"])
+    only = set(args.only or ["gqa", "simd", "paged", "checked", "build", "frontend", "python"])
     print("machine:", machine())
     print("flags:", " ".join(flags_for("2")))
     q = args.quick
     if "gqa" in only:
         bench_gqa([32, 64] if q else [64, 128, 256, 512], 3 if q else 5)
+    if "simd" in only:
+        bench_simd([64, 128] if q else [256, 1024], 3 if q else 5)
     if "paged" in only:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
     if "checked" in only:

@@ -286,7 +286,7 @@ def find_module(path: str, include: list[str] | None = None) -> str:
 
 
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
-         soft_f32: bool = False, checked: bool = True) -> Module:
+         soft_f32: bool = False, checked: bool = True, march: str | None = None) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
 
     checked=True (default; C backend): memory accesses are checked, numpy
@@ -294,6 +294,8 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     NxRuntimeError with the .nx position and stack; checked=False is the fast
     path, where a bad access may crash the interpreter (the Python backend is
     always checked).
+    march: the C target ("x86-64", "x86-64-v3", "x86-64-v4", "native"; None =
+    the compiler's default); part of the cache key, the same bits on each.
     soft_f32=True: the float32 primitives are the .nx integer code of
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
@@ -301,6 +303,9 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     from nxc.check.frontend import check_file
     if backend not in NAMES:
         raise ValueError(f"backend must be 'c' or 'py', not {backend!r}")
+    if march is not None:
+        from nxc.backend.c.build import build_config
+        opt = build_config(opt, march)
     program = check_file(find_module(path, include), include, Diagnostics(warnings=False), soft_f32=soft_f32)
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="api", opt=opt)
     return Module(program, prepared.loaded)

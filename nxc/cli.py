@@ -39,6 +39,10 @@ def _add_soft_f32(p):
 def _add_build(p):
     p.add_argument("--opt", default="2", choices=["0", "2", "native"],
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
+    p.add_argument("--march", default=None,
+                   choices=["native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"],
+                   help="C target instruction set (default: the compiler's; x86-64-v3 = AVX2, "
+                        "x86-64-v4 = AVX-512); part of the cache key, the same bits on each")
     p.add_argument("--no-cache", action="store_true",
                    help="rebuild even if a cached build exists (nxc test: and rerun gates that passed before)")
     _add_unchecked(p)
@@ -377,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
+    if getattr(args, "march", None) is not None:
+        # the target travels inside the build configuration string (see build_config)
+        from nxc.backend.c.build import build_config
+        args.opt = build_config(args.opt, args.march)
     if args.command == "test":
         from nxc.gates.command import main as test_main
         return test_main(args)

@@ -70,14 +70,14 @@ static inline float nxrt_f32_from_bits(int64_t bits)
     return f;
 }
 
-/* The bit pattern of `f` as a non-negative int64_t; NaN -> 0x7FC00000. */
+/* The bit pattern of `f` as a non-negative int64_t; NaN -> 0x7FC00000.
+   Written as one select, not an early return, so that a loop of these
+   if-converts and vectorizes (each lane picks its own canonical NaN). */
 static inline int64_t nxrt_f32_to_bits(float f)
 {
     uint32_t u;
-    if (f != f)
-        return NXRT_F32_CANONICAL_NAN;
     memcpy(&u, &f, sizeof u);
-    return (int64_t)u;
+    return f != f ? NXRT_F32_CANONICAL_NAN : (int64_t)u;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -146,11 +146,11 @@ static inline uint64_t nx_rem_u64(uint64_t a, uint64_t b, int site)
 static int64_t nxg_bumps = INT64_C(0);
 
 /* ---- functions ---- */
-static int64_t nxf_bump(int64_t l_x);
+static inline int64_t nxf_bump(int64_t l_x);
 static int64_t nxf_main(void);
 
 #line 9 "<golden>/guards.nx"
-static int64_t nxf_bump(int64_t l_x)
+static inline int64_t nxf_bump(int64_t l_x)
 {
 #line 10 "<golden>/guards.nx"
     nxg_bumps = ((int64_t)(nxg_bumps + INT64_C(1)));

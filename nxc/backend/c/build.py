@@ -49,11 +49,31 @@ from nxc.paths import runtime_dir
 # given (the generated C refuses to compile without it).
 BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off", "-DNX_FLAGS_CHECKED",
               "-fPIC", "-shared", "-fvisibility=hidden"]
+# -fvect-cost-model=dynamic: at -O2 GCC 12 vectorizes only loops that need no
+# run-time alias check and no scalar epilogue ("very-cheap"), which leaves out
+# every loop over `n` elements of a pointer argument. The vectorizer never
+# reassociates float arithmetic without -fassociative-math (which nxc never
+# passes), so a vectorized loop computes each iteration's exact scalar
+# sequence of IEEE operations, only several iterations per instruction.
 OPT_LEVELS = {
     "0": ["-O0"],
-    "2": ["-O2"],
+    "2": ["-O2", "-fvect-cost-model=dynamic"],
     "native": ["-O3", "-march=native"],
 }
+# Instruction sets a build may target (--march): the same bits on each, only
+# the vector width changes (x86-64: SSE2, 4 floats; v3: AVX2, 8; v4: AVX-512, 16).
+MARCHES = ("native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
+
+
+def build_config(opt: str = "2", march: str | None = None) -> str:
+    """The one string that names a build (opt level and target) for every layer
+    that passes `opt` along: "2", "native", or "2/x86-64-v3" with a target."""
+    flags_for(opt)                      # validates the level
+    if march is None:
+        return opt
+    if march not in MARCHES:
+        raise ValueError(f"unknown target '{march}' (choose from {', '.join(MARCHES)})")
+    return f"{opt}/{march}"
 
 
 class BuildError(Exception):
@@ -127,11 +147,18 @@ def compiler_identity(cc: tuple[str, ...]) -> str:
 
 
 def flags_for(opt: str) -> list[str]:
+    """Compiler flags of a build configuration (see build_config)."""
+    level_name, _, march = opt.partition("/")
     try:
-        level = OPT_LEVELS[opt]
+        level = OPT_LEVELS[level_name]
     except KeyError:
-        raise ValueError(f"unknown optimisation level '{opt}' (choose from {', '.join(OPT_LEVELS)})")
-    return BASE_FLAGS + level
+        raise ValueError(f"unknown optimisation level '{level_name}' (choose from {', '.join(OPT_LEVELS)})")
+    if not march:
+        return BASE_FLAGS + level
+    if march not in MARCHES:
+        raise ValueError(f"unknown target '{march}' (choose from {', '.join(MARCHES)})")
+    # an explicit target replaces the level's own -march (native's)
+    return BASE_FLAGS + [f for f in level if not f.startswith("-march=")] + [f"-march={march}"]
 
 
 def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:

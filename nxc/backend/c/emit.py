@@ -590,9 +590,20 @@ def _c_string(s: str) -> str:
 
 
 
+def is_straight_line(fn: Function) -> bool:
+    """No branch and no loop: declarations, assignments and calls, then one return."""
+    stmts = fn.decl.body.stmts
+    return (bool(stmts) and isinstance(stmts[-1], ast.Return)
+            and all(isinstance(s, (ast.VarDecl, ast.Assign, ast.ExprStmt)) for s in stmts[:-1]))
+
+
 def signature(fn: Function) -> str:
     params = ", ".join(f"{c_type(p.type)} l_{p.unique}" for p in fn.params) or "void"
-    return f"static {c_type(fn.ret)} nxf_{fn.decl.name}({params})"
+    # A straight-line function (nx_f32_exp_lanes, the bit helpers) is `inline`: a loop that
+    # calls it can only be vectorized once it is inlined, and GCC's -O2 inliner leaves such a
+    # call out of line ("call is cold") without the hint.
+    inline = "inline " if is_straight_line(fn) else ""
+    return f"static {inline}{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
 # The entry points a gate run needs (loaded with cffi's dlopen: see build_c),
