@@ -22,10 +22,19 @@ INDENT = "    "
 
 
 def type_text(t) -> str:
-    """A type as written: `i64`, `*u8`, `**Node`."""
+    """A type as written: `i64`, `*u8`, `**Node` (`void` for no type)."""
+    if t is None:
+        return "void"
     if isinstance(t, ast.TypePointer):
         return "*" + type_text(t.target)
     return t.name
+
+
+def signature(decl: ast.FuncDecl) -> str:
+    """`func name(a: i64, p: *u8) -> i64`, as declared (`extern func` for an extern)."""
+    params = ", ".join(f"{p.name}: {type_text(p.type_expr)}" for p in decl.params)
+    ret = f" -> {type_text(decl.ret)}" if decl.ret is not None else ""
+    return f"{'extern ' if decl.is_extern else ''}func {decl.name}({params}){ret}"
 
 
 def expr_text(e: ast.Expr) -> str:

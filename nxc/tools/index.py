@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from nxc.check.types import StructType, Type
+from nxc.syntax.printer import signature, type_text
 from nxc.syntax import ast
 from nxc.tools import checked
 from nxc.tools.workspace import LoadedGraph, load_graph
@@ -139,21 +140,6 @@ def build_index(root: str, overlay: dict[str, str] | None = None,
 
 
 # ---------------------------------------------------------------- text helpers
-def type_text(t) -> str:
-    """A type as written in the source (TypeName / TypePointer)."""
-    if t is None:
-        return "void"
-    if isinstance(t, ast.TypePointer):
-        return "*" + type_text(t.target)
-    return t.name
-
-
-def signature(decl: ast.FuncDecl) -> str:
-    params = ", ".join(f"{p.name}: {type_text(p.type_expr)}" for p in decl.params)
-    ret = f" -> {type_text(decl.ret)}" if decl.ret is not None else ""
-    return f"{'extern ' if decl.is_extern else ''}func {decl.name}({params}){ret}"
-
-
 _BANNER = re.compile(r"//\s*[=\-*#~]{3,}")
 
 

@@ -13,6 +13,7 @@ import os
 
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics, display_path
+from nxc.syntax.printer import signature
 from nxc.syntax import ast
 
 HEADER_KEYS = ("genealogy_id", "lineage_id", "license_tier")
@@ -26,20 +27,6 @@ def doc_comment(lines: list[str], line: int) -> str:
         out.append(lines[i].lstrip()[2:].strip())
         i -= 1
     return "\n".join(reversed(out)).strip()
-
-
-def _type_text(t) -> str:
-    if t is None:
-        return ""
-    if isinstance(t, ast.TypePointer):
-        return "*" + _type_text(t.target)
-    return t.name
-
-
-def _signature(fn: ast.FuncDecl) -> str:
-    params = ", ".join(f"{p.name}: {_type_text(p.type_expr)}" for p in fn.params)
-    ret = f" -> {_type_text(fn.ret)}" if fn.ret is not None else ""
-    return f"{'extern ' if fn.is_extern else ''}func {fn.name}({params}){ret}"
 
 
 def _guard_text(src_lines: list[str], guard: ast.Expr | None, ret: ast.Return) -> str:
@@ -75,7 +62,7 @@ def module_info(path: str, include: list[str] | None = None) -> dict:
     }
     for item in root.items:
         if isinstance(item, ast.FuncDecl) and item.name != "main":
-            info["functions"].append({"name": item.name, "signature": _signature(item), "line": item.pos.line,
+            info["functions"].append({"name": item.name, "signature": signature(item), "line": item.pos.line,
                                       "doc": doc_comment(lines, item.pos.line)})
     for sym in program.consts:
         if getattr(sym, "module", None) is root:
