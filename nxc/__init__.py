@@ -1,9 +1,12 @@
 """nxc: the toolchain for Nishi .nx modules.
 
-The pipeline, one stage per module, data flowing one way:
-  loader (imports) -> lexer -> postlex -> lalr + parse (grammar/nx.lark) -> check
-  -> emit_c | emit_py
-  -> build_c (cffi, cached) -> run (gates)
+The pipeline, one package per stage, data flowing one way
+(docs/architecture.md):
+  syntax (loader, lexer, postlex, lalr + parse over grammar/nx.lark) -> check
+  -> lower (analyses both emitters share)
+  -> backend.c (emit, build with cffi, cached) | backend.py (emit, run)
+  -> gates (isolation, runner, reports, pytest plugin)
+with the CLI (cli.py), the Python API (api.py) and the tools (tools/) on top.
 """
 __version__ = "0.1.0"
 
