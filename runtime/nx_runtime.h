@@ -727,27 +727,33 @@ static inline int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
     return 0;
 }
 
-/* sys_write, checked: the bytes must lie inside one mapping. */
+/* The externs that take a buffer, checked: its n bytes must lie inside one
+   live mapping, else the fault is reported at the call's site as `what`. */
+static inline void nxrt_chk_range(const void *buf, int64_t n, int site, const char *what)
+{
+    if (n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
+        nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, what);
+}
+
+/* sys_write, checked (the standard streams; other fds are refused anyway). */
 static inline int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site)
 {
-    if ((fd == 1 || fd == 2) && n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
-        nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, "sys_write");
+    if (fd == 1 || fd == 2)
+        nxrt_chk_range(buf, n, site, "sys_write");
     return nxrt_sys_write(fd, buf, n);
 }
 
 /* The file externs, checked: the path is read from, and the buffer written
-   into, memory that must lie inside one mapping (as for sys_write). */
+   into, memory that must lie inside one mapping. */
 static inline int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site)
 {
-    if (n > 0 && nxrt_find_live((uintptr_t)path, (uint64_t)n) == NULL)
-        nxrt_explain((uintptr_t)path, (uint64_t)n, 1, site, "sys_file_open");
+    nxrt_chk_range(path, n, site, "sys_file_open");
     return nxrt_sys_file_open(path, n);
 }
 
 static inline int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site)
 {
-    if (n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
-        nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, "sys_file_read");
+    nxrt_chk_range(buf, n, site, "sys_file_read");
     return nxrt_sys_file_read(h, offset, buf, n);
 }
 
