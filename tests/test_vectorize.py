@@ -85,6 +85,10 @@ def attention_builds():
     mods = {}
     for opt in _targets():
         mods[("c", opt)] = (nxc.load(ATTN, opt=opt), nxc.load(ATTN_REF, opt=opt, include=[bundled_dir()]))
+        # unchecked: the builds that vectorize (checked builds keep their access checks
+        # inside the loops, which GCC does not vectorize across)
+        mods[("c-unchecked", opt)] = (nxc.load(ATTN, opt=opt, checked=False),
+                                      nxc.load(ATTN_REF, opt=opt, include=[bundled_dir()], checked=False))
     mods[("py", "")] = (nxc.load(ATTN, backend="py"),
                         nxc.load(ATTN_REF, backend="py", include=[bundled_dir()]))
     return mods
@@ -122,7 +126,7 @@ def test_larger_case_on_the_c_targets(attention_builds):
     scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
     outs = []
     for (backend, opt), (new, old) in attention_builds.items():
-        if backend != "c":
+        if not backend.startswith("c"):
             continue
         r_new = _run(new, "nx_f32_attention", Q, K, V, n, d, scale)
         r_old = _run(old, "nx_f32_attention_scalar", Q, K, V, n, d, scale)
@@ -163,8 +167,11 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     assert weighted in vectorized, f"P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
 
 
-def test_march_is_in_the_flags_and_the_cache_key():
+def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
     assert c_build.build_config("2") == "2"
+    # no target named: the host's (the default build is the one that vectorizes widest)
+    assert [f for f in c_build.flags_for("2") if f.startswith("-march")] == ["-march=native"]
+    assert [f for f in c_build.flags_for("0") if f.startswith("-march")] == ["-march=native"]
     assert c_build.build_config("2", "x86-64-v3") == "2/x86-64-v3"
     assert c_build.flags_for("2/x86-64-v3")[-1] == "-march=x86-64-v3"
     # an explicit target replaces native's own -march
@@ -173,6 +180,12 @@ def test_march_is_in_the_flags_and_the_cache_key():
     emitted = emit_c(program)
     keys = {c_build.cache_key(emitted, opt) for opt in ("2", "2/x86-64", "2/x86-64-v3", "native")}
     assert len(keys) == 4
+    # native means this CPU: another CPU (a shared cache folder) gets another key
+    native_key, generic_key = c_build.cache_key(emitted, "2"), c_build.cache_key(emitted, "2/x86-64")
+    assert c_build.host_cpu() != ""
+    monkeypatch.setattr(c_build, "host_cpu", lambda: "vendor_id=Other|flags=sse2")
+    assert c_build.cache_key(emitted, "2") != native_key
+    assert c_build.cache_key(emitted, "2/x86-64") == generic_key
     with pytest.raises(ValueError, match="unknown target 'pentium'"):
         c_build.build_config("2", "pentium")
     with pytest.raises(ValueError, match="unknown target"):
