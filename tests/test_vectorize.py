@@ -161,8 +161,8 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     assert proc.returncode == 0, proc.stderr
     vectorized = {int(m.group(1)) for m in re.finditer(
         r"nx_f32_attention\.nx:(\d+):\d+: optimized: loop vectorized", proc.stderr)}
-    scores = _loop_line(ATTN, "sacc[j] = nx_f32_add(")
-    weighted = _loop_line(ATTN, "oacc[d] = nx_f32_add(")
+    scores = _loop_line(ATTN, "s0[j] = nx_f32_add(acc")
+    weighted = _loop_line(ATTN, "o0[d] = nx_f32_add(acc")
     assert scores in vectorized, f"scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
     assert weighted in vectorized, f"P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
 
