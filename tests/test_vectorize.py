@@ -137,6 +137,62 @@ def test_larger_case_on_the_c_targets(attention_builds):
         _same(o, outs[0], "targets disagree")
 
 
+MULTI = os.path.join(bundled_dir(), "nx_f32_attn_multi.nx")
+MULTI_REF = os.path.join(HERE, "nx", "ref", "nx_f32_attn_multi_scalar.nx")
+
+
+@pytest.fixture(scope="module")
+def multi_builds():
+    mods = {}
+    for opt in _targets():
+        mods[("c-unchecked", opt)] = (nxc.load(MULTI, opt=opt, checked=False),
+                                      nxc.load(MULTI_REF, opt=opt, include=[bundled_dir()], checked=False))
+    mods[("c", "2")] = (nxc.load(MULTI), nxc.load(MULTI_REF, include=[bundled_dir()]))
+    mods[("py", "")] = (nxc.load(MULTI, backend="py"), nxc.load(MULTI_REF, backend="py", include=[bundled_dir()]))
+    return mods
+
+
+# (n_q, n_k, head_dim, causal): prefill (n_q == n_k), decode (n_q == 1), a chunk after a cache
+# (n_q < n_k), more queries than keys (rows that see nothing), sizes off every vector width
+MULTI_SHAPES = [(1, 1, 1, 0), (1, 9, 5, 1), (5, 5, 9, 1), (3, 17, 16, 1), (6, 4, 3, 1),
+                (7, 20, 33, 0), (2, 33, 8, 1), (1, 40, 17, 0)]
+
+
+@pytest.mark.parametrize("n_q,n_k,d,causal", MULTI_SHAPES)
+def test_multi_rewrite_is_bit_identical_everywhere(multi_builds, n_q, n_k, d, causal):
+    rng = np.random.default_rng(n_q * 10007 + n_k * 101 + d)
+    Q, K, V = f32_words(rng, n_q * d, 3.0), f32_words(rng, n_k * d, 3.0), f32_words(rng, n_k * d, 3.0)
+    scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
+    first = None
+    for (backend, opt), (new, old) in multi_builds.items():
+        if backend == "py" and n_q * n_k * d > 3000:
+            continue
+        o_new, o_old = np.zeros(n_q * d, np.int64), np.zeros(n_q * d, np.int64)
+        assert new.nx_f32_attn_multi(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, causal, scale, o_new) == 0
+        assert old.nx_f32_attn_multi_scalar(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, causal, scale, o_old) == 0
+        _same(o_new, o_old, f"{backend} {opt} multi {n_q}x{n_k}x{d} causal={causal}: new vs scalar kernel")
+        if first is None:
+            first = o_old
+        _same(o_new, first, f"{backend} {opt} multi: vs the first build")
+    assert np.any(first != 0)
+
+
+def test_multi_decode_at_head_dim_128(multi_builds):
+    """A decode step (one query over a long cache) and a causal prefill at the bench's head_dim."""
+    rng = np.random.default_rng(128)
+    for n_q, n_k in ((1, 300), (37, 37)):
+        d = 128
+        Q, K, V = f32_words(rng, n_q * d, 1.0), f32_words(rng, n_k * d, 1.0), f32_words(rng, n_k * d, 1.0)
+        scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
+        for (backend, opt), (new, old) in multi_builds.items():
+            if backend == "py":
+                continue
+            o_new, o_old = np.zeros(n_q * d, np.int64), np.zeros(n_q * d, np.int64)
+            new.nx_f32_attn_multi(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, 1, scale, o_new)
+            old.nx_f32_attn_multi_scalar(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, 1, scale, o_old)
+            _same(o_new, o_old, f"{opt} multi {n_q}x{n_k}")
+
+
 def _loop_line(path: str, statement: str) -> int:
     """Line of the `while` that directly encloses the first line containing `statement`."""
     with open(path, encoding="utf-8") as f:
@@ -152,19 +208,22 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     if "Free Software Foundation" not in version and "GCC" not in version:
         pytest.skip(f"{cc} is not GCC")
-    program = check_file(ATTN, None, Diagnostics(warnings=False))
-    c_file = tmp_path / "attn.c"
-    c_file.write_text(emit_c(program).text)
-    proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                           "-c", str(c_file), "-o", str(tmp_path / "attn.o")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    vectorized = {int(m.group(1)) for m in re.finditer(
-        r"nx_f32_attention\.nx:(\d+):\d+: optimized: loop vectorized", proc.stderr)}
-    scores = _loop_line(ATTN, "s0[j] = nx_f32_add(acc")
-    weighted = _loop_line(ATTN, "o0[d] = nx_f32_add(acc")
-    assert scores in vectorized, f"scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
-    assert weighted in vectorized, f"P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
+    for path, score_stmt, pv_stmt in ((ATTN, "s0[j] = nx_f32_add(acc", "o0[d] = nx_f32_add(acc"),
+                                      (MULTI, "srow[j] = nx_f32_add(acc", "oacc[d] = nx_f32_add(acc")):
+        program = check_file(path, None, Diagnostics(warnings=False))
+        c_file = tmp_path / "attn.c"
+        c_file.write_text(emit_c(program, checked=False).text)
+        proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
+                               "-c", str(c_file), "-o", str(tmp_path / "attn.o")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        name = re.escape(os.path.basename(path))
+        vectorized = {int(m.group(1)) for m in re.finditer(
+            name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+        scores = _loop_line(path, score_stmt)
+        weighted = _loop_line(path, pv_stmt)
+        assert scores in vectorized, f"{path}: scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
+        assert weighted in vectorized, f"{path}: P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
 
 
 def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
