@@ -593,8 +593,9 @@ static uint64_t nxrt_new_id(void)
     return id;
 }
 
-__attribute__((noinline))
-static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site)
+/* The site's new cache entry for an access at a; if the access is not valid,
+   a trap (trap != 0) or the entry (0, 0), which no address hits. */
+static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align, int site, int trap)
 {
     nxrt_site_cache c;
     nxrt_global_cache *g = &nxrt_sc[site];
@@ -605,14 +606,34 @@ static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align,
         return c;
     }
     r = nxrt_find_live(a, size);
-    if (r == NULL || (a & (align - 1)) != 0)
-        nxrt_explain(a, size, align, site, "invalid memory access");
+    if (r == NULL || (a & (align - 1)) != 0) {
+        if (trap)
+            nxrt_explain(a, size, align, site, "invalid memory access");
+        c.base = 0;
+        c.span = 0;
+        return c;
+    }
     c.base = r->base;
     c.span = (r->base & (align - 1)) ? 0 : (r->len - size) / align + 1;
     g->base = c.base;
     g->span = c.span;
     g->id = r->id;
     return c;
+}
+
+__attribute__((noinline))
+static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 1);
+}
+
+/* The same lookup for the checks hoisted before a loop (nxc/lower/hoist.py):
+   an invalid access is not a fault there (the loop then runs its checked
+   copy, which stops at the exact iteration), only a failed test. */
+__attribute__((noinline))
+static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0);
 }
 
 #define NXRT_LOG2(n) ((n) >= 8 ? 3u : (n) >= 4 ? 2u : (n) >= 2 ? 1u : 0u)
@@ -630,6 +651,49 @@ static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align,
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
         (void *)nx_a; }))
+
+/* Hoisted checks (nxc/lower/hoist.py): each is true when a whole loop's
+   accesses of one place are valid, and never traps.  They use a cache pair
+   of their own, as NXRT_CHK does.
+   NXRT_TRY: one access to a T at `addr` is valid. */
+#define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
+        uintptr_t nx_a = (uintptr_t)(addr);                                                  \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+        }                                                                                     \
+        nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) < nx_cs##K; })
+
+/* The n + 1 elements first + j*stride (j = 0..n) all lie in the cached
+   mapping, aligned: position k of the first (rotr as in NXRT_CHK) and
+   k + n*stride < span, without overflow.  Only for a T whose size is its
+   alignment (a scalar or pointer), so one position is one element. */
+static inline int nxrt_span_in(uintptr_t first, uint64_t n, int64_t stride, unsigned lg, uintptr_t cb, uint64_t cs)
+{
+    uint64_t k = nxrt_rotr(first - cb, lg), reach;
+    if (k >= cs || stride < 0 || __builtin_mul_overflow(n, (uint64_t)stride, &reach))
+        return 0;
+    return reach < cs - k;
+}
+
+#define NXRT_SPAN(T, first, n, stride, K, SITE) __extension__({                              \
+        uintptr_t nx_a = (uintptr_t)(first);                                                 \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+        }                                                                                     \
+        nxrt_span_in(nx_a, (n), (stride), NXRT_LOG2(_Alignof(T)), nx_cb##K, nx_cs##K); })
+
+/* [f, f + fsize) does not overlap the n + 1 elements of `size` bytes at
+   first + j*stride*size: a store there cannot change the pointer read at f.
+   Both were checked inside mappings first, so no sum wraps. */
+static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint64_t n, int64_t stride, uint64_t size)
+{
+    uint64_t end = first + (n * (uint64_t)stride + 1u) * size;
+    return f + fsize <= first || end <= f;
+}
 
 static int nxrt_add_live(const nxrt_region *r)
 {

@@ -34,6 +34,7 @@ from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
+from nxc.lower.hoist import LoopPlan, memory_free, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
@@ -140,7 +141,7 @@ class FunctionEmitter(FunctionEmitterBase):
     """Writes one function body as C statements (lines of text)."""
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
-                 checked: bool = False, may_unmap: frozenset = frozenset()):
+                 checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset()):
         super().__init__(program, fn, gate)
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through NXRT_CHK, every call and loop head keeps the shadow
@@ -151,6 +152,10 @@ class FunctionEmitter(FunctionEmitterBase):
         # after which this function's site caches (nx_cbK/nx_csK) are forgotten.
         self.may_unmap = may_unmap
         self.cache_count = 0
+        # Loops whose checks are done once before them (nxc/lower/hoist.py), and
+        # while the fast copy of one is written, the accesses it leaves unchecked.
+        self.loop_plans = plan_loops(fn, program, memory_free) if checked else {}
+        self.fast: frozenset = frozenset()
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
@@ -264,6 +269,28 @@ class FunctionEmitter(FunctionEmitterBase):
         self.emit("}")
 
     def visit_While(self, s: ast.While) -> None:
+        plan = self.loop_plans.get(s)
+        if plan is None:
+            self.loop(s)
+            return
+        # Loop versioning (nxc/lower/hoist.py): when the range checks before the
+        # loop pass, a copy without the checks they cover runs; else the checked
+        # copy, which stops at the exact iteration and site of a fault.
+        self.fast = plan.nodes()
+        self.emit(f"if ({self.hoisted_checks(plan)}) {{")
+        self.depth += 1
+        self.loop(s)
+        self.depth -= 1
+        self.fast = frozenset()
+        self.emit("} else {")
+        self.depth += 1
+        self.last_line = None
+        self.line_directive(s.pos)
+        self.loop(s)
+        self.depth -= 1
+        self.emit("}")
+
+    def loop(self, s: ast.While) -> None:
         if self.checked and self.restamps(s):
             self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
         elif self.checked:
@@ -480,7 +507,14 @@ class FunctionEmitter(FunctionEmitterBase):
         return self.expr(e)
 
     def checked_place(self, e: ast.Expr, mode: str) -> str:
-        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked."""
+        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked
+        (in the fast copy of a hoisted loop, the plain place: checked before the loop)."""
+        if e in self.fast:
+            if isinstance(e, ast.Index):
+                pre, base = self.sequenced(e.base, [e.index])
+                text = f"{base}[{self.expr(e.index)}]"
+                return f"(*({pre}, &{text}))" if pre else text
+            return f"{self.expr(e.base)}->f_{e.name}"
         t = c_type(self.ty(e))
         site = self.site(e.pos, f"{mode} of {_access_type_name(self.ty(e))}", "access")
         address = self.address(e)
@@ -516,6 +550,56 @@ class FunctionEmitter(FunctionEmitterBase):
             self.pointer_text = [pointer]
             return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
+
+    def new_cache(self) -> int:
+        self.cache_count += 1
+        return self.cache_count - 1
+
+    def hoisted_checks(self, plan: LoopPlan) -> str:
+        """The C condition under which the fast copy of `plan.loop` may run: the
+        loop runs no iteration, or every access it leaves unchecked is valid in
+        every iteration (runtime/nx_runtime.h: NXRT_TRY, NXRT_SPAN, nxrt_apart).
+        Evaluated where the loop starts, so the counter holds its first value."""
+        d, bound = f"l_{plan.counter.unique}", self.expr(plan.bound)
+        n = self.new_temp("uint64_t")            # iterations - 1, when there is one
+        if plan.inclusive:
+            runs = f"{d} <= {bound}"
+            count = f"{bound} != INT64_MAX && ({n} = (uint64_t){bound} - (uint64_t){d}, 1)"
+        else:
+            runs = f"{d} < {bound}"
+            count = f"({n} = (uint64_t){bound} - (uint64_t){d} - 1u, 1)"
+        tests = [count]
+        fields = {}
+        for f in plan.fixed:            # first: the ranges below read the base fields
+            t = c_type(self.ty(f.node))
+            addr = self.address(f.node)
+            site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of {_access_type_name(self.ty(f.node))}",
+                             "access")
+            fields[f.node] = addr
+            tests.append(f"NXRT_TRY({t}, {addr}, {self.new_cache()}, {site})")
+        spans = []
+        for r in plan.ranges:
+            t = c_type(self.ty(r.node))
+            first = self.address(r.node)
+            stride = "INT64_C(1)" if r.stride is None else self.expr(r.stride)
+            site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of {_access_type_name(self.ty(r.node))}",
+                             "access")
+            spans.append((r, first, stride, t))
+            tests.append(f"NXRT_SPAN({t}, {first}, {n}, {stride}, {self.new_cache()}, {site})")
+        self.pointer_text = []
+        # No store of the loop may overwrite a pointer some range was computed from.
+        for f in plan.fixed:
+            if not f.base_of:
+                continue
+            fa, ft = fields[f.node], c_type(self.ty(f.node))
+            for r, first, stride, t in spans:
+                if r.store:
+                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {first}, {n}, {stride}, sizeof({t}))")
+            for g in plan.fixed:
+                if g.store:
+                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {fields[g.node]}, 0u, 0, "
+                                 f"sizeof({c_type(self.ty(g.node))}))")
+        return f"!({runs}) || ({' && '.join(tests)})"
 
     def restamps(self, s: ast.While) -> bool:
         """Whether the loop must store its site each iteration: its body (or
@@ -631,9 +715,10 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     captures = dict(plan_program(program).captures)
     functions = []
     unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    touch_nothing = frozenset(memory_free(program)) if checked else frozenset()
     for fn in program.functions:
         body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
-                               checked=checked, may_unmap=unmapping).body()
+                               checked=checked, may_unmap=unmapping, memory_free=touch_nothing).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,

@@ -1,0 +1,331 @@
+"""Which checks of a loop can be done once, before it (checked C builds).
+
+Checked C tests every load and store against the live mappings. In an
+innermost loop
+
+    while d < n { out[i0 + d] = a[d * s + j]; d = d + 1 }
+
+the addresses of `out[...]` and `a[...]` walk arithmetic progressions whose
+first element and length are known when the loop starts: one range check per
+access, before the loop, proves every iteration's access valid. The C emitter
+then writes the loop twice (loop versioning): a fast copy with plain accesses,
+entered when every range check passes, and the existing checked copy
+otherwise. A loop that would fault therefore runs the checked copy, which
+stops at the exact iteration and site, with the same message and stack, as
+without this analysis; a loop that would not fault runs without checks (and
+GCC may vectorize it).
+
+The range checks are only sound if nothing in the loop can move what they
+looked at, so a loop qualifies only when (this module checks all of it):
+- it holds no inner loop, and its condition has a conjunct `d < N` or
+  `d <= N` on an i64 local `d` whose only assignment in the body is a final
+  `d = d + 1` (or `d += 1`): d runs through [d0, N) (or [d0, N]);
+- N, every index's part that does not depend on d, and every stride, are
+  "invariant": constants, and locals or parameters the loop never assigns,
+  combined with + - * (no memory read, no call, no division, which could
+  trap before the loop instead of in it);
+- it calls only functions that touch no memory at all (float32 primitives,
+  and .nx functions without memory accesses or such calls, transitively): no
+  mapping can end (sys_munmap), and no memory the checks rely on can change;
+- a hoisted access is `P[I + S*d]` (S invariant, default 1) of a scalar or
+  pointer element, with P an invariant local, or `p.f` through an invariant
+  local pointer p (one fixed address); P may itself be such a field (`pool.K`,
+  whose value the range check reads once), provided every store of the loop
+  is hoisted too, so the emitter can check at run time that no store of the
+  loop can overwrite that field.
+Accesses that do not fit (in the condition, through a non-invariant pointer,
+of a struct value) stay checked in the fast copy too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nxc.syntax import ast
+from nxc.check.types import BoolType, IntType, PointerType
+
+# Externs that read or write memory or end a mapping: a loop calling one is not hoisted.
+MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
+                            "sys_file_close", "sys_file_size"})
+
+
+@dataclass(eq=False)
+class RangeAccess:
+    """`P[I + S*d]`: the loop's accesses of it form a progression with stride S."""
+    node: ast.Index
+    stride: ast.Expr | None          # None: 1
+    store: bool
+
+
+@dataclass(eq=False)
+class FixedAccess:
+    """`p.f` with p invariant: one address for every iteration."""
+    node: ast.FieldAccess
+    store: bool
+    base_of: bool = False            # the pointer of some RangeAccess (its value must not change)
+
+
+@dataclass(eq=False)
+class LoopPlan:
+    loop: ast.While
+    counter: object                  # the Symbol of d
+    bound: ast.Expr                  # N
+    inclusive: bool                  # `d <= N`
+    ranges: list[RangeAccess] = field(default_factory=list)
+    fixed: list[FixedAccess] = field(default_factory=list)
+
+    def nodes(self) -> frozenset:
+        """The access nodes the fast copy writes without a check."""
+        return frozenset([r.node for r in self.ranges] + [f.node for f in self.fixed])
+
+
+def memory_free(program) -> set[str]:
+    """Names of the functions (and externs) that read and write no memory and
+    call nothing that does: calling one cannot end a mapping or change memory."""
+    info = program.info
+    free = {sym.name for sym in program.externs if sym.name not in MEMORY_EXTERNS}
+    bodies = {fn.decl.name: fn.decl.body for fn in program.functions}
+    facts = {name: _body_facts(body, info) for name, body in bodies.items()}
+    candidates = {name for name, (touches, _) in facts.items() if not touches}
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(candidates - free):
+            if facts[name][1] <= free:
+                free.add(name)
+                changed = True
+    return free
+
+
+def _body_facts(body, info) -> tuple[bool, set]:
+    """(whether it has a memory access or assigns a global, the names it calls)."""
+    touches, calls = False, set()
+    for node in _walk(body):
+        if _is_access(node) or (isinstance(node, ast.Unary) and node.op == "&"):
+            touches = True
+        elif isinstance(node, ast.Assign) and isinstance(node.target, ast.Name):
+            s = info.sym(node.target)
+            if s is None or s.kind not in ("local", "param"):
+                touches = True
+        elif isinstance(node, ast.Call):
+            s = info.sym(node.func) if isinstance(node.func, ast.Name) else None
+            if s is None:
+                touches = True
+            else:
+                calls.add(s.name)
+    return touches, calls
+
+
+def plan_loops(fn, program, free: set[str]) -> dict:
+    """ast.While -> LoopPlan for each loop of `fn` whose checks can be hoisted."""
+    plans = {}
+    for loop in _whiles(fn.decl.body):
+        p = _plan_loop(loop, program.info, free)
+        if p is not None:
+            plans[loop] = p
+    return plans
+
+
+def _plan_loop(loop: ast.While, info, free: set[str]):
+    body = loop.body
+    if any(isinstance(n, ast.While) for n in _walk(body)):
+        return None
+    stmts = body.stmts
+    if not stmts or not isinstance(stmts[-1], ast.Assign):
+        return None
+    # Locals the body assigns (declared in it, or assigned).
+    assigned = set()
+    for n in _walk(body):
+        if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
+            assigned.add(info.sym(n.target))
+        elif isinstance(n, ast.VarDecl):
+            assigned.add(info.sym(n))
+    counter = None
+    for c in _conjuncts(loop.cond):
+        if (isinstance(c, ast.Binary) and c.op in ("<", "<=") and isinstance(c.left, ast.Name)
+                and _is_i64(info.ty(c.left))):
+            d = info.sym(c.left)
+            if d is None or d.kind not in ("local", "param") or not _is_increment(stmts[-1], d, info):
+                continue
+            if sum(1 for n in _walk(body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
+                   and info.sym(n.target) is d) != 1:
+                continue
+            if not _is_i64(info.ty(c.right)) or not _invariant(c.right, assigned, info):
+                continue
+            counter = (d, c.right, c.op == "<=")
+            break
+    if counter is None:
+        return None
+    d, bound, inclusive = counter
+    # Calls: only functions that touch no memory.
+    for n in _walk(body):
+        if isinstance(n, ast.Call):
+            s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
+            if s is None or s.name not in free:
+                return None
+    plan = LoopPlan(loop, d, bound, inclusive)
+    # Every access of the body (the condition's stay checked), stores marked.
+    stores = {id(n.target) for n in _walk(body) if isinstance(n, ast.Assign)}
+    addressed = {id(n.operand) for n in _walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
+    accesses = [n for n in _walk(body) if _is_access(n) and id(n) not in addressed]
+    unknown_store = False
+    fixed_of: dict[int, FixedAccess] = {}
+    for n in accesses:
+        if isinstance(n, ast.FieldAccess) and _fixed_address(n, assigned, info):
+            fixed_of[id(n)] = FixedAccess(n, id(n) in stores)
+    for n in accesses:
+        if id(n) in fixed_of:
+            continue
+        r = None
+        if isinstance(n, ast.Index) and _scalar(info.ty(n)):
+            base_ok = ((isinstance(n.base, ast.Name) and _invariant(n.base, assigned, info))
+                       or id(n.base) in fixed_of)
+            lin = _linear(n.index, d, assigned, info) if base_ok else None
+            if lin is not None and lin is not _NO_D:
+                r = RangeAccess(n, None if lin is _ONE else lin, id(n) in stores)
+        if r is not None:
+            plan.ranges.append(r)
+        elif id(n) in stores:
+            unknown_store = True
+    for r in plan.ranges:
+        f = fixed_of.get(id(r.node.base))
+        if f is not None:
+            f.base_of = True
+    if unknown_store:
+        # A store the checks cannot see might overwrite a field some range was
+        # computed from: those ranges stay checked.
+        plan.ranges = [r for r in plan.ranges if id(r.node.base) not in fixed_of]
+        for f in fixed_of.values():
+            f.base_of = False
+    plan.fixed = list(fixed_of.values())
+    if not plan.ranges and not plan.fixed:
+        return None
+    return plan
+
+
+# Markers of _linear: the expression does not depend on d / is d itself.
+_NO_D = object()
+_ONE = object()
+
+
+def _linear(e, d, assigned, info):
+    """For an index expression: _NO_D if it is invariant, _ONE if it is
+    `I + d` (I invariant), the stride expression S if it is `I + S*d`, or
+    None (anything else: not hoisted)."""
+    if not _is_i64(info.ty(e)):
+        return None
+    if not _mentions(e, d, info):
+        return _NO_D if _invariant(e, assigned, info) else None
+    if isinstance(e, ast.Name):
+        return _ONE
+    if isinstance(e, ast.Binary):
+        if e.op == "+":
+            a, b = _linear(e.left, d, assigned, info), _linear(e.right, d, assigned, info)
+            if a is None or b is None:
+                return None
+            if a is _NO_D:
+                return b
+            if b is _NO_D:
+                return a
+            return None
+        if e.op == "-":
+            a, b = _linear(e.left, d, assigned, info), _linear(e.right, d, assigned, info)
+            return a if b is _NO_D and a not in (None, _NO_D) else None
+        if e.op == "*":
+            for x, y in ((e.left, e.right), (e.right, e.left)):
+                if isinstance(x, ast.Name) and info.sym(x) is d and not _mentions(y, d, info) \
+                        and _invariant(y, assigned, info):
+                    return y
+    return None
+
+
+def _invariant(e, assigned, info) -> bool:
+    """Constant, or locals the loop does not assign combined with + - * (and
+    integer casts): the same value in every iteration, evaluated at no risk."""
+    if info.const(e) is not None and not isinstance(info.ty(e), PointerType):
+        return True
+    if isinstance(e, ast.Name):
+        s = info.sym(e)
+        return s is not None and s.kind in ("local", "param") and s not in assigned
+    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*"):
+        return _invariant(e.left, assigned, info) and _invariant(e.right, assigned, info)
+    if isinstance(e, ast.Unary) and e.op == "-":
+        return _invariant(e.operand, assigned, info)
+    if isinstance(e, ast.Cast) and isinstance(info.ty(e), IntType) and isinstance(info.ty(e.expr), IntType):
+        return _invariant(e.expr, assigned, info)
+    return False
+
+
+def _fixed_address(e: ast.FieldAccess, assigned, info) -> bool:
+    """`p.f` through a pointer p the loop does not assign, of a scalar field."""
+    return (info.through_pointer(e) and isinstance(e.base, ast.Name) and _invariant(e.base, assigned, info)
+            and _scalar(info.ty(e)))
+
+
+def _mentions(e, d, info) -> bool:
+    if isinstance(e, ast.Name):
+        return info.sym(e) is d
+    return any(_mentions(x, d, info) for x in ast.subexpressions(e))
+
+
+def _is_increment(s, d, info) -> bool:
+    if not (isinstance(s, ast.Assign) and isinstance(s.target, ast.Name) and info.sym(s.target) is d):
+        return False
+    if s.op == "+=":
+        return info.const(s.value) == 1
+    v = s.value
+    return (s.op == "=" and isinstance(v, ast.Binary) and v.op == "+"
+            and any(info.const(x) == 1 for x in (v.left, v.right))
+            and any(isinstance(x, ast.Name) and info.sym(x) is d for x in (v.left, v.right)))
+
+
+def _is_i64(t) -> bool:
+    return isinstance(t, IntType) and t.bits == 64 and t.signed
+
+
+def _scalar(t) -> bool:
+    """An element whose size equals its alignment (what the range check assumes)."""
+    return isinstance(t, (IntType, PointerType, BoolType))
+
+
+def _is_access(n) -> bool:
+    return isinstance(n, (ast.Index, ast.FieldAccess)) or (isinstance(n, ast.Unary) and n.op == "*")
+
+
+def _conjuncts(c):
+    if isinstance(c, ast.Binary) and c.op == "&&":
+        yield from _conjuncts(c.left)
+        yield from _conjuncts(c.right)
+    else:
+        yield c
+
+
+def _whiles(stmt):
+    for n in _walk(stmt):
+        if isinstance(n, ast.While):
+            yield n
+
+
+def _walk(node):
+    """Every statement and expression node inside `node` (itself included)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        yield n
+        if isinstance(n, ast.Block):
+            stack.extend(reversed(n.stmts))
+        elif isinstance(n, ast.VarDecl):
+            stack.append(n.value)
+        elif isinstance(n, ast.Assign):
+            stack.extend((n.value, n.target))
+        elif isinstance(n, ast.If):
+            stack.extend((n.orelse, n.then, n.cond))
+        elif isinstance(n, ast.While):
+            stack.extend((n.body, n.cond))
+        elif isinstance(n, ast.Return):
+            stack.append(n.value)
+        elif isinstance(n, ast.ExprStmt):
+            stack.append(n.expr)
+        elif isinstance(n, ast.Expr):
+            stack.extend(reversed(ast.subexpressions(n)))
