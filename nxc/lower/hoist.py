@@ -42,11 +42,7 @@ from dataclasses import dataclass, field
 
 from nxc.syntax import ast
 from nxc.check.types import BoolType, IntType, PointerType
-
-# Externs that read or write memory or end a mapping: a loop calling one is not hoisted.
-MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
-                            "sys_file_close", "sys_file_size"})
-
+from nxc.lower.effects import is_access, walk
 
 @dataclass(eq=False)
 class RangeAccess:
@@ -78,43 +74,6 @@ class LoopPlan:
         return frozenset([r.node for r in self.ranges] + [f.node for f in self.fixed])
 
 
-def memory_free(program) -> set[str]:
-    """Names of the functions (and externs) that read and write no memory and
-    call nothing that does: calling one cannot end a mapping or change memory."""
-    info = program.info
-    free = {sym.name for sym in program.externs if sym.name not in MEMORY_EXTERNS}
-    bodies = {fn.decl.name: fn.decl.body for fn in program.functions}
-    facts = {name: _body_facts(body, info) for name, body in bodies.items()}
-    candidates = {name for name, (touches, _) in facts.items() if not touches}
-    changed = True
-    while changed:
-        changed = False
-        for name in sorted(candidates - free):
-            if facts[name][1] <= free:
-                free.add(name)
-                changed = True
-    return free
-
-
-def _body_facts(body, info) -> tuple[bool, set]:
-    """(whether it has a memory access or assigns a global, the names it calls)."""
-    touches, calls = False, set()
-    for node in _walk(body):
-        if _is_access(node) or (isinstance(node, ast.Unary) and node.op == "&"):
-            touches = True
-        elif isinstance(node, ast.Assign) and isinstance(node.target, ast.Name):
-            s = info.sym(node.target)
-            if s is None or s.kind not in ("local", "param"):
-                touches = True
-        elif isinstance(node, ast.Call):
-            s = info.sym(node.func) if isinstance(node.func, ast.Name) else None
-            if s is None:
-                touches = True
-            else:
-                calls.add(s.name)
-    return touches, calls
-
-
 def plan_loops(fn, program, free: set[str]) -> dict:
     """ast.While -> LoopPlan for each loop of `fn` whose checks can be hoisted."""
     plans = {}
@@ -127,14 +86,14 @@ def plan_loops(fn, program, free: set[str]) -> dict:
 
 def _plan_loop(loop: ast.While, info, free: set[str]):
     body = loop.body
-    if any(isinstance(n, ast.While) for n in _walk(body)):
+    if any(isinstance(n, ast.While) for n in walk(body)):
         return None
     stmts = body.stmts
     if not stmts or not isinstance(stmts[-1], ast.Assign):
         return None
     # Locals the body assigns (declared in it, or assigned).
     assigned = set()
-    for n in _walk(body):
+    for n in walk(body):
         if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
             assigned.add(info.sym(n.target))
         elif isinstance(n, ast.VarDecl):
@@ -146,7 +105,7 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
             d = info.sym(c.left)
             if d is None or d.kind not in ("local", "param") or not _is_increment(stmts[-1], d, info):
                 continue
-            if sum(1 for n in _walk(body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
+            if sum(1 for n in walk(body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
                    and info.sym(n.target) is d) != 1:
                 continue
             if not _is_i64(info.ty(c.right)) or not _invariant(c.right, assigned, info):
@@ -157,16 +116,16 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
         return None
     d, bound, inclusive = counter
     # Calls: only functions that touch no memory.
-    for n in _walk(body):
+    for n in walk(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
             if s is None or s.name not in free:
                 return None
     plan = LoopPlan(loop, d, bound, inclusive)
     # Every access of the body (the condition's stay checked), stores marked.
-    stores = {id(n.target) for n in _walk(body) if isinstance(n, ast.Assign)}
-    addressed = {id(n.operand) for n in _walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
-    accesses = [n for n in _walk(body) if _is_access(n) and id(n) not in addressed]
+    stores = {id(n.target) for n in walk(body) if isinstance(n, ast.Assign)}
+    addressed = {id(n.operand) for n in walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
+    accesses = [n for n in walk(body) if is_access(n) and id(n) not in addressed]
     unknown_store = False
     fixed_of: dict[int, FixedAccess] = {}
     for n in accesses:
@@ -287,10 +246,6 @@ def _scalar(t) -> bool:
     return isinstance(t, (IntType, PointerType, BoolType))
 
 
-def _is_access(n) -> bool:
-    return isinstance(n, (ast.Index, ast.FieldAccess)) or (isinstance(n, ast.Unary) and n.op == "*")
-
-
 def _conjuncts(c):
     if isinstance(c, ast.Binary) and c.op == "&&":
         yield from _conjuncts(c.left)
@@ -300,32 +255,6 @@ def _conjuncts(c):
 
 
 def _whiles(stmt):
-    for n in _walk(stmt):
+    for n in walk(stmt):
         if isinstance(n, ast.While):
             yield n
-
-
-def _walk(node):
-    """Every statement and expression node inside `node` (itself included)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n is None:
-            continue
-        yield n
-        if isinstance(n, ast.Block):
-            stack.extend(reversed(n.stmts))
-        elif isinstance(n, ast.VarDecl):
-            stack.append(n.value)
-        elif isinstance(n, ast.Assign):
-            stack.extend((n.value, n.target))
-        elif isinstance(n, ast.If):
-            stack.extend((n.orelse, n.then, n.cond))
-        elif isinstance(n, ast.While):
-            stack.extend((n.body, n.cond))
-        elif isinstance(n, ast.Return):
-            stack.append(n.value)
-        elif isinstance(n, ast.ExprStmt):
-            stack.append(n.expr)
-        elif isinstance(n, ast.Expr):
-            stack.extend(reversed(ast.subexpressions(n)))

@@ -34,7 +34,8 @@ from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
-from nxc.lower.hoist import LoopPlan, memory_free, plan_loops
+from nxc.lower.effects import memory_free, silent
+from nxc.lower.hoist import LoopPlan, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
@@ -141,7 +142,8 @@ class FunctionEmitter(FunctionEmitterBase):
     """Writes one function body as C statements (lines of text)."""
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
-                 checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset()):
+                 checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset(),
+                 silent: frozenset = frozenset()):
         super().__init__(program, fn, gate)
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through NXRT_CHK, every call and loop head keeps the shadow
@@ -161,13 +163,16 @@ class FunctionEmitter(FunctionEmitterBase):
         # not three); any cache gives a complete check, sharing only decides hits.
         self.cache_of: dict[tuple[str, str], int] = {}
         self.pointer_text: list[str] = []     # set by address(): the pointer the place is reached through
-        # A function with no loop and no call of an nx function takes no shadow-stack
-        # frame: it cannot spin or recurse, and a fault in it names it by its own
-        # site (faults.stack_from puts it on top of its caller's frame). Small
-        # helpers called in hot loops (nx_f32_max, nx_f32_exp) stay as cheap
-        # and as inlinable as unchecked.
-        own = {f.decl.name for f in program.functions}
-        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & own))
+        # A function with no loop and no call of an nx function that could fail or
+        # spin takes no shadow-stack frame: it cannot spin or recurse, and a fault
+        # in it names it by its own site (faults.stack_from puts it on top of its
+        # caller's frame). Small helpers called in hot loops (nx_f32_max,
+        # nx_f32_exp) stay as cheap and as inlinable as unchecked. A call of a
+        # silent function (nxc/lower/effects.py: no fault, no loop possible in
+        # it) stores no site either.
+        self.silent = silent
+        self.loud = {f.decl.name for f in program.functions} - silent
+        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
@@ -518,12 +523,7 @@ class FunctionEmitter(FunctionEmitterBase):
         t = c_type(self.ty(e))
         site = self.site(e.pos, f"{mode} of {_access_type_name(self.ty(e))}", "access")
         address = self.address(e)
-        key = (self.pointer_text.pop() if self.pointer_text else address, t)
-        k = self.cache_of.get(key)
-        if k is None:
-            k = self.cache_of[key] = self.cache_count
-            self.cache_count += 1
-        return f"NXRT_CHK({t}, {address}, {k}, {site})"
+        return f"NXRT_CHK({t}, {address}, {self.cache_for(address, t)}, {site})"
 
     def address(self, e: ast.Expr) -> str:
         """The address of a memory place as a uintptr_t expression, not checked
@@ -551,9 +551,16 @@ class FunctionEmitter(FunctionEmitterBase):
             return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
 
-    def new_cache(self) -> int:
-        self.cache_count += 1
-        return self.cache_count - 1
+    def cache_for(self, address: str, t: str) -> int:
+        """The cache pair of the place whose address() was just written: accesses
+        through the same pointer at the same type share one (see cache_of)."""
+        key = (self.pointer_text.pop() if self.pointer_text else address, t)
+        self.pointer_text = []
+        k = self.cache_of.get(key)
+        if k is None:
+            k = self.cache_of[key] = self.cache_count
+            self.cache_count += 1
+        return k
 
     def hoisted_checks(self, plan: LoopPlan) -> str:
         """The C condition under which the fast copy of `plan.loop` may run: the
@@ -576,7 +583,7 @@ class FunctionEmitter(FunctionEmitterBase):
             site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of {_access_type_name(self.ty(f.node))}",
                              "access")
             fields[f.node] = addr
-            tests.append(f"NXRT_TRY({t}, {addr}, {self.new_cache()}, {site})")
+            tests.append(f"NXRT_TRY({t}, {addr}, {self.cache_for(addr, t)}, {site})")
         spans = []
         for r in plan.ranges:
             t = c_type(self.ty(r.node))
@@ -585,8 +592,7 @@ class FunctionEmitter(FunctionEmitterBase):
             site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of {_access_type_name(self.ty(r.node))}",
                              "access")
             spans.append((r, first, stride, t))
-            tests.append(f"NXRT_SPAN({t}, {first}, {n}, {stride}, {self.new_cache()}, {site})")
-        self.pointer_text = []
+            tests.append(f"NXRT_SPAN({t}, {first}, {n}, {stride}, {self.cache_for(first, t)}, {site})")
         # No store of the loop may overwrite a pointer some range was computed from.
         for f in plan.fixed:
             if not f.base_of:
@@ -605,8 +611,7 @@ class FunctionEmitter(FunctionEmitterBase):
         """Whether the loop must store its site each iteration: its body (or
         condition) holds a call of an nx function or an inner loop, which
         store theirs in this frame's slot."""
-        own = {fn.decl.name for fn in self.program.functions}
-        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & own)
+        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
 
     def frame_at(self, pos, kind: str) -> str:
         """Store a site in this function's shadow-stack slot (where it is now)."""
@@ -623,7 +628,7 @@ class FunctionEmitter(FunctionEmitterBase):
             parts = pres
         else:
             call = f"{func_c_name(sym)}({', '.join(args)})"
-            parts = pres + [self.frame_at(e.pos, 'call')]
+            parts = pres if sym.name in self.silent else pres + [self.frame_at(e.pos, 'call')]
         if sym.name in self.may_unmap:
             # A mapping may have ended: forget the site caches, after the call.
             if self.ty(e) is None or self.ty(e) is VOID:
@@ -716,9 +721,11 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     functions = []
     unmapping = frozenset(may_unmap(program)) if checked else frozenset()
     touch_nothing = frozenset(memory_free(program)) if checked else frozenset()
+    quiet = frozenset(silent(program)) if checked else frozenset()
     for fn in program.functions:
         body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
-                               checked=checked, may_unmap=unmapping, memory_free=touch_nothing).body()
+                               checked=checked, may_unmap=unmapping, memory_free=touch_nothing,
+                               silent=quiet).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,
