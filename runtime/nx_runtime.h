@@ -636,6 +636,21 @@ static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, 
     return nxrt_chk_lookup(a, size, align, site, 0);
 }
 
+/* A miss of a site's local cache: first the site's module-wide cache,
+   inline (a small helper called in a loop starts every call with empty
+   locals, and pays this instead of a call), then the slow path. */
+static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t align, unsigned lg, int site, int trap)
+{
+    const nxrt_global_cache *g = &nxrt_sc[site];
+    if (nxrt_rotr(a - g->base, lg) < g->span && nxrt_is_alive(g->id)) {
+        nxrt_site_cache c;
+        c.base = g->base;
+        c.span = g->span;
+        return c;
+    }
+    return trap ? nxrt_chk_slow(a, size, align, site) : nxrt_chk_try(a, size, align, site);
+}
+
 #define NXRT_LOG2(n) ((n) >= 8 ? 3u : (n) >= 4 ? 2u : (n) >= 2 ? 1u : 0u)
 
 /* A checked access to a T at `addr`; K names the site's cache, two locals of
@@ -646,7 +661,7 @@ static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, 
 #define NXRT_CHK(T, addr, K, SITE) (*(T *)__extension__({                                  \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (__builtin_expect(nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K, 0)) { \
-            nxrt_site_cache nx_c = nxrt_chk_slow(nx_a, sizeof(T), _Alignof(T), (SITE));     \
+            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 1);     \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
@@ -659,39 +674,44 @@ static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, 
 #define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
-            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
+            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 0);      \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
         nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) < nx_cs##K; })
 
-/* The n + 1 elements first + j*stride (j = 0..n) all lie in the cached
-   mapping, aligned: position k of the first (rotr as in NXRT_CHK) and
-   k + n*stride < span, without overflow.  Only for a T whose size is its
-   alignment (a scalar or pointer), so one position is one element. */
-static inline int nxrt_span_in(uintptr_t first, uint64_t n, int64_t stride, unsigned lg, uintptr_t cb, uint64_t cs)
-{
-    uint64_t k = nxrt_rotr(first - cb, lg), reach;
-    if (k >= cs || stride < 0 || __builtin_mul_overflow(n, (uint64_t)stride, &reach))
-        return 0;
-    return reach < cs - k;
-}
-
-#define NXRT_SPAN(T, first, n, stride, K, SITE) __extension__({                              \
+/* The reach + 1 elements of a T from `first` all lie in the cached mapping,
+   aligned: position k of the first (rotr as in NXRT_CHK) and k + reach <
+   span.  Only for a T whose size is its alignment (a scalar or pointer), so
+   one position is one element; the emitter uses it for nothing else. */
+#define NXRT_SPAN1(T, first, n, K, SITE) __extension__({                                    \
         uintptr_t nx_a = (uintptr_t)(first);                                                 \
-        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
-            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
+        uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
+        if (nx_k >= nx_cs##K) {                                                               \
+            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 0); \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
+            nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \
         }                                                                                     \
-        nxrt_span_in(nx_a, (n), (stride), NXRT_LOG2(_Alignof(T)), nx_cb##K, nx_cs##K); })
+        nx_k < nx_cs##K && (uint64_t)(n) < nx_cs##K - nx_k; })
 
-/* [f, f + fsize) does not overlap the n + 1 elements of `size` bytes at
-   first + j*stride*size: a store there cannot change the pointer read at f.
-   Both were checked inside mappings first, so no sum wraps. */
-static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint64_t n, int64_t stride, uint64_t size)
+/* *reach = n1*s1 + n2*s2 (the last element's distance from the first, in
+   elements, over a loop nest), if no stride is negative and nothing overflows. */
+static inline int nxrt_reach(uint64_t *reach, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2)
 {
-    uint64_t end = first + (n * (uint64_t)stride + 1u) * size;
+    uint64_t a, b;
+    if (s1 < 0 || s2 < 0 || __builtin_mul_overflow(n1, (uint64_t)s1, &a) ||
+            __builtin_mul_overflow(n2, (uint64_t)s2, &b) || __builtin_add_overflow(a, b, reach))
+        return 0;
+    return 1;
+}
+
+/* [f, f + fsize) does not overlap the reach + 1 elements of `size` bytes
+   from first: a store there cannot change the pointer read at f.
+   Both were checked inside mappings first, so no sum wraps. */
+static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint64_t reach, uint64_t size)
+{
+    uint64_t end = first + (reach + 1u) * size;
     return f + fsize <= first || end <= f;
 }
 

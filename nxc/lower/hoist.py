@@ -45,11 +45,24 @@ from nxc.check.types import BoolType, IntType, PointerType
 from nxc.lower.effects import is_access, walk
 
 @dataclass(eq=False)
+class Counter:
+    """A loop counter: `d` runs from `start` (None: its value where the plan's
+    loop starts) through `bound` (exclusive; inclusive for `d <= N`) by +1."""
+    sym: object
+    bound: ast.Expr
+    inclusive: bool
+    start: ast.Expr | None = None
+    loop: ast.While | None = None    # the loop it counts
+
+
+@dataclass(eq=False)
 class RangeAccess:
-    """`P[I + S*d]`: the loop's accesses of it form a progression with stride S."""
+    """`P[I + S1*c1 + S2*c2]`: over the loop nest, its elements lie in one
+    progression from the first iteration's (each S invariant, >= 0 at run time)."""
     node: ast.Index
-    stride: ast.Expr | None          # None: 1
+    terms: list                      # [(counter index, stride expr or None for 1)]
     store: bool
+    region: int = 0                  # 0: the loop's own body; k: inside the loop of counter k
 
 
 @dataclass(eq=False)
@@ -63,9 +76,7 @@ class FixedAccess:
 @dataclass(eq=False)
 class LoopPlan:
     loop: ast.While
-    counter: object                  # the Symbol of d
-    bound: ast.Expr                  # N
-    inclusive: bool                  # `d <= N`
+    counters: list                   # [Counter]: the loop's own first, then its inner loops'
     ranges: list[RangeAccess] = field(default_factory=list)
     fixed: list[FixedAccess] = field(default_factory=list)
 
@@ -85,12 +96,11 @@ def plan_loops(fn, program, free: set[str]) -> dict:
 
 
 def _plan_loop(loop: ast.While, info, free: set[str]):
+    """The plan of a loop whose body is straight code and innermost counted
+    loops (each at its top level, right after the statement that sets its
+    counter to an invariant start): a copy of it nest-wide without the
+    checks of the accesses that fit (see the module doc), or None."""
     body = loop.body
-    if any(isinstance(n, ast.While) for n in walk(body)):
-        return None
-    stmts = body.stmts
-    if not stmts or not isinstance(stmts[-1], ast.Assign):
-        return None
     # Locals the body assigns (declared in it, or assigned).
     assigned = set()
     for n in walk(body):
@@ -98,49 +108,57 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
             assigned.add(info.sym(n.target))
         elif isinstance(n, ast.VarDecl):
             assigned.add(info.sym(n))
-    counter = None
-    for c in _conjuncts(loop.cond):
-        if (isinstance(c, ast.Binary) and c.op in ("<", "<=") and isinstance(c.left, ast.Name)
-                and _is_i64(info.ty(c.left))):
-            d = info.sym(c.left)
-            if d is None or d.kind not in ("local", "param") or not _is_increment(stmts[-1], d, info):
-                continue
-            if sum(1 for n in walk(body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
-                   and info.sym(n.target) is d) != 1:
-                continue
-            if not _is_i64(info.ty(c.right)) or not _invariant(c.right, assigned, info):
-                continue
-            counter = (d, c.right, c.op == "<=")
-            break
-    if counter is None:
+    own = _counter(loop, assigned, info)
+    if own is None:
         return None
-    d, bound, inclusive = counter
+    counters = [own]
+    regions = []                     # (statement, counter indices its accesses may use)
+    stmts = body.stmts
+    for i, st in enumerate(stmts):
+        if not any(isinstance(n, ast.While) for n in walk(st)):
+            regions.append((st, (0,)))
+            continue
+        if not isinstance(st, ast.While) or any(isinstance(n, ast.While) for n in walk(st.body)) or i == 0:
+            return None
+        inner = _counter(st, assigned, info)
+        start = _start_of(stmts[i - 1], inner.sym, info) if inner is not None else None
+        if start is None or not _invariant(start, assigned, info):
+            return None
+        # Inside that loop d runs from start by its increment (_counter: its
+        # body sets d nowhere else); outside it d is no counter (it is assigned,
+        # so not invariant either), so it may be set again for another loop.
+        inner.start, inner.loop = start, st
+        counters.append(inner)
+        regions.append((st.body, (0, len(counters) - 1)))
     # Calls: only functions that touch no memory.
     for n in walk(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
             if s is None or s.name not in free:
                 return None
-    plan = LoopPlan(loop, d, bound, inclusive)
-    # Every access of the body (the condition's stay checked), stores marked.
+    plan = LoopPlan(loop, counters)
+    # Every access of the body (the conditions' stay checked), stores marked.
     stores = {id(n.target) for n in walk(body) if isinstance(n, ast.Assign)}
     addressed = {id(n.operand) for n in walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
-    accesses = [n for n in walk(body) if is_access(n) and id(n) not in addressed]
+    accesses = []
+    for region, allowed in regions:
+        accesses += [(n, allowed) for n in walk(region) if is_access(n) and id(n) not in addressed]
     unknown_store = False
     fixed_of: dict[int, FixedAccess] = {}
-    for n in accesses:
+    for n, _ in accesses:
         if isinstance(n, ast.FieldAccess) and _fixed_address(n, assigned, info):
             fixed_of[id(n)] = FixedAccess(n, id(n) in stores)
-    for n in accesses:
+    for n, allowed in accesses:
         if id(n) in fixed_of:
             continue
         r = None
         if isinstance(n, ast.Index) and _scalar(info.ty(n)):
             base_ok = ((isinstance(n.base, ast.Name) and _invariant(n.base, assigned, info))
                        or id(n.base) in fixed_of)
-            lin = _linear(n.index, d, assigned, info) if base_ok else None
-            if lin is not None and lin is not _NO_D:
-                r = RangeAccess(n, None if lin is _ONE else lin, id(n) in stores)
+            syms = {counters[k].sym: k for k in allowed}
+            terms = _linear(n.index, syms, assigned, info) if base_ok else None
+            if terms:
+                r = RangeAccess(n, sorted(terms.items(), key=lambda kv: kv[0]), id(n) in stores, max(allowed))
         if r is not None:
             plan.ranges.append(r)
         elif id(n) in stores:
@@ -161,39 +179,64 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     return plan
 
 
-# Markers of _linear: the expression does not depend on d / is d itself.
-_NO_D = object()
-_ONE = object()
+def _counter(loop: ast.While, assigned, info):
+    """The Counter of `while d < N && ... { ...; d = d + 1 }`, d an i64 local
+    the body assigns only there, N invariant; or None."""
+    stmts = loop.body.stmts
+    if not stmts:
+        return None
+    for c in _conjuncts(loop.cond):
+        if not (isinstance(c, ast.Binary) and c.op in ("<", "<=") and isinstance(c.left, ast.Name)
+                and _is_i64(info.ty(c.left))):
+            continue
+        d = info.sym(c.left)
+        if d is None or d.kind not in ("local", "param") or not _is_increment(stmts[-1], d, info):
+            continue
+        if sum(1 for n in walk(loop.body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
+               and info.sym(n.target) is d) != 1:
+            continue
+        if not _is_i64(info.ty(c.right)) or not _invariant(c.right, assigned, info):
+            continue
+        return Counter(d, c.right, c.op == "<=")
+    return None
 
 
-def _linear(e, d, assigned, info):
-    """For an index expression: _NO_D if it is invariant, _ONE if it is
-    `I + d` (I invariant), the stride expression S if it is `I + S*d`, or
-    None (anything else: not hoisted)."""
+def _start_of(st, d, info):
+    """The value `var d = E` / `d = E` gives d, if st is that statement."""
+    if isinstance(st, ast.VarDecl) and info.sym(st) is d:
+        return st.value
+    if isinstance(st, ast.Assign) and st.op == "=" and isinstance(st.target, ast.Name) and info.sym(st.target) is d:
+        return st.value
+    return None
+
+
+_ONE = None          # a term's stride when it is 1
+
+
+def _linear(e, counters: dict, assigned, info):
+    """An index expression as {counter index: stride (None for 1)} when it is
+    `I + S1*c1 + S2*c2 ...` (I and each S invariant, each counter at most
+    once); {} when it is invariant; None otherwise."""
     if not _is_i64(info.ty(e)):
         return None
-    if not _mentions(e, d, info):
-        return _NO_D if _invariant(e, assigned, info) else None
+    if not any(_mentions(e, c, info) for c in counters):
+        return {} if _invariant(e, assigned, info) else None
     if isinstance(e, ast.Name):
-        return _ONE
+        return {counters[info.sym(e)]: _ONE} if info.sym(e) in counters else None
     if isinstance(e, ast.Binary):
         if e.op == "+":
-            a, b = _linear(e.left, d, assigned, info), _linear(e.right, d, assigned, info)
-            if a is None or b is None:
+            a, b = _linear(e.left, counters, assigned, info), _linear(e.right, counters, assigned, info)
+            if a is None or b is None or set(a) & set(b):
                 return None
-            if a is _NO_D:
-                return b
-            if b is _NO_D:
-                return a
-            return None
+            return {**a, **b}
         if e.op == "-":
-            a, b = _linear(e.left, d, assigned, info), _linear(e.right, d, assigned, info)
-            return a if b is _NO_D and a not in (None, _NO_D) else None
+            a, b = _linear(e.left, counters, assigned, info), _linear(e.right, counters, assigned, info)
+            return a if a is not None and b == {} else None
         if e.op == "*":
             for x, y in ((e.left, e.right), (e.right, e.left)):
-                if isinstance(x, ast.Name) and info.sym(x) is d and not _mentions(y, d, info) \
-                        and _invariant(y, assigned, info):
-                    return y
+                if isinstance(x, ast.Name) and info.sym(x) in counters and \
+                        not any(_mentions(y, c, info) for c in counters) and _invariant(y, assigned, info):
+                    return {counters[info.sym(x)]: y}
     return None
 
 

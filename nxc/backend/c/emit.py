@@ -158,6 +158,7 @@ class FunctionEmitter(FunctionEmitterBase):
         # while the fast copy of one is written, the accesses it leaves unchecked.
         self.loop_plans = plan_loops(fn, program, memory_free) if checked else {}
         self.fast: frozenset = frozenset()
+        self.subst: dict = {}
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
@@ -275,18 +276,19 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def visit_While(self, s: ast.While) -> None:
         plan = self.loop_plans.get(s)
-        if plan is None:
+        outer = self.fast                       # inside the fast copy of an enclosing loop
+        if plan is None or plan.nodes() <= outer:
             self.loop(s)
             return
         # Loop versioning (nxc/lower/hoist.py): when the range checks before the
         # loop pass, a copy without the checks they cover runs; else the checked
         # copy, which stops at the exact iteration and site of a fault.
-        self.fast = plan.nodes()
-        self.emit(f"if ({self.hoisted_checks(plan)}) {{")
+        self.fast = outer | plan.nodes()
+        self.emit(f"if ({self.hoisted_checks(plan, outer)}) {{")
         self.depth += 1
         self.loop(s)
         self.depth -= 1
-        self.fast = frozenset()
+        self.fast = outer
         self.emit("} else {")
         self.depth += 1
         self.last_line = None
@@ -372,6 +374,8 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def visit_Name(self, e: ast.Name) -> str:
         sym = self.sym(e)
+        if sym in self.subst:               # an inner loop's counter, at its start (hoisted_checks)
+            return self.subst[sym]
         if sym in self.float_locals:        # its bits are observed here
             return f"nxrt_f32_to_bits(lf_{sym.unique})"
         if sym.kind in ("local", "param"):
@@ -562,50 +566,69 @@ class FunctionEmitter(FunctionEmitterBase):
             self.cache_count += 1
         return k
 
-    def hoisted_checks(self, plan: LoopPlan) -> str:
+    def hoisted_checks(self, plan: LoopPlan, done: frozenset) -> str:
         """The C condition under which the fast copy of `plan.loop` may run: the
         loop runs no iteration, or every access it leaves unchecked is valid in
-        every iteration (runtime/nx_runtime.h: NXRT_TRY, NXRT_SPAN, nxrt_apart).
-        Evaluated where the loop starts, so the counter holds its first value."""
-        d, bound = f"l_{plan.counter.unique}", self.expr(plan.bound)
-        n = self.new_temp("uint64_t")            # iterations - 1, when there is one
-        if plan.inclusive:
-            runs = f"{d} <= {bound}"
-            count = f"{bound} != INT64_MAX && ({n} = (uint64_t){bound} - (uint64_t){d}, 1)"
-        else:
-            runs = f"{d} < {bound}"
-            count = f"({n} = (uint64_t){bound} - (uint64_t){d} - 1u, 1)"
-        tests = [count]
+        every iteration of the nest (runtime/nx_runtime.h: NXRT_TRY, NXRT_SPAN1,
+        nxrt_reach, nxrt_apart). Evaluated where the loop starts: its own
+        counter holds its first value, an inner loop's counter is replaced by
+        the start its loop gets. `done`: accesses an enclosing loop's checks
+        already cover (no test of their own here)."""
+        tests, counts, runs = [], [], []
+        for k, c in enumerate(plan.counters):
+            first = f"l_{c.sym.unique}" if k == 0 else f"({self.expr(c.start)})"
+            bound = self.expr(c.bound)
+            n = self.new_temp("uint64_t")       # iterations - 1, when there is one
+            if c.inclusive:
+                runs.append(f"{first} <= {bound}")
+                count = f"{bound} != INT64_MAX && ({n} = (uint64_t){bound} - (uint64_t){first}, 1)"
+            else:
+                runs.append(f"{first} < {bound}")
+                count = f"({n} = (uint64_t){bound} - (uint64_t){first} - 1u, 1)"
+            tests.append(count)
+            counts.append(n)
+        # An inner loop that runs no iteration: no test for its accesses.
+        runs_in = {k: "" if k == 0 else f"!({runs[k]}) || " for k in range(len(plan.counters))}
+        self.subst = {c.sym: f"({self.expr(c.start)})" for c in plan.counters[1:]}
         fields = {}
         for f in plan.fixed:            # first: the ranges below read the base fields
             t = c_type(self.ty(f.node))
             addr = self.address(f.node)
-            site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of {_access_type_name(self.ty(f.node))}",
-                             "access")
+            k = self.cache_for(addr, t)
             fields[f.node] = addr
-            tests.append(f"NXRT_TRY({t}, {addr}, {self.cache_for(addr, t)}, {site})")
+            if f.node not in done:
+                site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of "
+                                 f"{_access_type_name(self.ty(f.node))}", "access")
+                tests.append(f"NXRT_TRY({t}, {addr}, {k}, {site})")
         spans = []
         for r in plan.ranges:
             t = c_type(self.ty(r.node))
             first = self.address(r.node)
-            stride = "INT64_C(1)" if r.stride is None else self.expr(r.stride)
-            site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of {_access_type_name(self.ty(r.node))}",
-                             "access")
-            spans.append((r, first, stride, t))
-            tests.append(f"NXRT_SPAN({t}, {first}, {n}, {stride}, {self.cache_for(first, t)}, {site})")
-        # No store of the loop may overwrite a pointer some range was computed from.
+            k = self.cache_for(first, t)
+            reach = self.new_temp("uint64_t")   # elements from the first to the last
+            terms = [(counts[c], "INT64_C(1)" if stride is None else self.expr(stride)) for c, stride in r.terms]
+            terms += [("0u", "0")] * (2 - len(terms))
+            spans.append((r, first, reach, t))
+            test = f"nxrt_reach(&{reach}, {terms[0][0]}, {terms[0][1]}, {terms[1][0]}, {terms[1][1]})"
+            if r.node not in done:
+                site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of "
+                                 f"{_access_type_name(self.ty(r.node))}", "access")
+                test += f" && NXRT_SPAN1({t}, {first}, {reach}, {k}, {site})"
+            tests.append(f"({runs_in[r.region]}({test}))")
+        # No store of the nest may overwrite a pointer some range was computed from.
         for f in plan.fixed:
             if not f.base_of:
                 continue
             fa, ft = fields[f.node], c_type(self.ty(f.node))
-            for r, first, stride, t in spans:
+            for r, first, reach, t in spans:
                 if r.store:
-                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {first}, {n}, {stride}, sizeof({t}))")
+                    tests.append(f"({runs_in[r.region]}nxrt_apart({fa}, sizeof({ft}), {first}, {reach}, sizeof({t})))")
             for g in plan.fixed:
                 if g.store:
-                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {fields[g.node]}, 0u, 0, "
+                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {fields[g.node]}, 0u, "
                                  f"sizeof({c_type(self.ty(g.node))}))")
-        return f"!({runs}) || ({' && '.join(tests)})"
+        self.subst = {}
+        return f"!({runs[0]}) || ({' && '.join(tests)})"
 
     def restamps(self, s: ast.While) -> bool:
         """Whether the loop must store its site each iteration: its body (or
