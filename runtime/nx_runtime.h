@@ -475,15 +475,24 @@ static inline volatile int32_t *nxrt_enter(int32_t site)
 static inline void nxrt_leave(void) { nxrt_stk[0]--; }
 
 /* The live region holding [a, a + size), or NULL. */
+static int64_t nxrt_last_live;          /* index of the region find_live found last */
+
 static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
 {
-    int64_t lo = 0, hi = nxrt_nlive - 1, i;
+    int64_t lo = 0, hi = nxrt_nlive - 1, i = nxrt_last_live;
+    /* Misses often come in runs on one mapping (each site of a loop nest in
+       turn): first the region found last.  An index the table's shifts made
+       stale names another live region or none: still a valid test. */
+    if (i < nxrt_nlive && a - nxrt_live[i].base < nxrt_live[i].len && nxrt_live[i].len - (a - nxrt_live[i].base) >= size)
+        return &nxrt_live[i];
     while (lo <= hi) {                       /* last region with base <= a */
         int64_t mid = lo + (hi - lo) / 2;
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
-    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size)
+    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
+        nxrt_last_live = hi;
         return &nxrt_live[hi];
+    }
     for (i = nxrt_nbufs - 1; i >= 0; i--) {  /* API buffers may overlap: scan them */
         const nxrt_region *b = &nxrt_bufs[i];
         if (a - b->base < b->len && b->len - (a - b->base) >= size)
@@ -639,6 +648,7 @@ static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, 
 /* A miss of a site's local cache: first the site's module-wide cache,
    inline (a small helper called in a loop starts every call with empty
    locals, and pays this instead of a call), then the slow path. */
+__attribute__((always_inline))
 static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t align, unsigned lg, int site, int trap)
 {
     const nxrt_global_cache *g = &nxrt_sc[site];
