@@ -1,40 +1,44 @@
 """Which checks of a loop can be done once, before it (checked C builds).
 
-Checked C tests every load and store against the live mappings. In an
-innermost loop
+Checked C tests every load and store against the live mappings. In a loop
 
     while d < n { out[i0 + d] = a[d * s + j]; d = d + 1 }
 
 the addresses of `out[...]` and `a[...]` walk arithmetic progressions whose
 first element and length are known when the loop starts: one range check per
-access, before the loop, proves every iteration's access valid. The C emitter
-then writes the loop twice (loop versioning): a fast copy with plain accesses,
-entered when every range check passes, and the existing checked copy
-otherwise. A loop that would fault therefore runs the checked copy, which
-stops at the exact iteration and site, with the same message and stack, as
-without this analysis; a loop that would not fault runs without checks (and
-GCC may vectorize it).
+access, before the loop, proves every iteration's access valid. The same
+holds for a loop around innermost loops of that kind (`while j < m { var d =
+0; while d < n { ... p[j * w + d] ... } ... }`): the elements of
+`p[I + S1*j + S2*d]` over the whole nest lie between the first and
+I + S1*(m-1-j0) + S2*(n-1-d0) elements further. The C emitter writes such a
+loop twice (loop versioning): a fast copy with plain accesses, entered when
+every range check passes, and the checked copy otherwise. A loop that would
+fault therefore runs the checked copy, which stops at the exact iteration and
+site, with the same message and stack, as without this analysis; a loop that
+would not fault runs without checks (and GCC may vectorize it).
 
 The range checks are only sound if nothing in the loop can move what they
 looked at, so a loop qualifies only when (this module checks all of it):
-- it holds no inner loop, and its condition has a conjunct `d < N` or
-  `d <= N` on an i64 local `d` whose only assignment in the body is a final
-  `d = d + 1` (or `d += 1`): d runs through [d0, N) (or [d0, N]);
-- N, every index's part that does not depend on d, and every stride, are
-  "invariant": constants, and locals or parameters the loop never assigns,
-  combined with + - * (no memory read, no call, no division, which could
-  trap before the loop instead of in it);
+- its condition has a conjunct `d < N` or `d <= N` on an i64 local `d`
+  whose only assignment in the body is a final `d = d + 1` (or `d += 1`);
+  each inner loop (at the body's top level, innermost) is the same, right
+  after the statement that sets its counter to an invariant start;
+- every bound, start, stride and index part that does not depend on a
+  counter is "invariant": constants, and locals or parameters the loop never
+  assigns, combined with + - * (no memory read, no call, no division, which
+  could trap before the loop instead of in it);
 - it calls only functions that touch no memory at all (float32 primitives,
-  and .nx functions without memory accesses or such calls, transitively): no
-  mapping can end (sys_munmap), and no memory the checks rely on can change;
-- a hoisted access is `P[I + S*d]` (S invariant, default 1) of a scalar or
-  pointer element, with P an invariant local, or `p.f` through an invariant
-  local pointer p (one fixed address); P may itself be such a field (`pool.K`,
-  whose value the range check reads once), provided every store of the loop
-  is hoisted too, so the emitter can check at run time that no store of the
-  loop can overwrite that field.
-Accesses that do not fit (in the condition, through a non-invariant pointer,
-of a struct value) stay checked in the fast copy too.
+  and .nx functions without memory accesses or such calls, transitively:
+  nxc/lower/effects.py): no mapping can end (sys_munmap), and no memory the
+  checks rely on can change;
+- a hoisted access is `P[I + S1*c1 + S2*c2]` (S invariant, >= 0 at run time)
+  of a scalar or pointer element, with P an invariant local, or `p.f`
+  through an invariant local pointer p (one fixed address); P may itself be
+  such a field (`pool.K`, whose value the range check reads once), provided
+  every store of the loop is hoisted too, so the emitter can check at run
+  time that no store of the loop can overwrite that field.
+Accesses that do not fit (in a loop condition, through a non-invariant
+pointer, of a struct value) stay checked in the fast copy too.
 """
 from __future__ import annotations
 
@@ -163,9 +167,12 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
             plan.ranges.append(r)
         elif id(n) in stores:
             unknown_store = True
-    for r in plan.ranges:
-        f = fixed_of.get(id(r.node.base))
-        if f is not None:
+    # The fields a range of this plan, or of an inner loop's own plan, reads
+    # its pointer from: the disjointness tests for them are done here, once.
+    hoisted = {id(r.node) for r in plan.ranges}
+    for n, allowed in accesses:
+        f = fixed_of.get(id(n.base)) if isinstance(n, ast.Index) else None
+        if f is not None and (id(n) in hoisted or max(allowed) > 0):
             f.base_of = True
     if unknown_store:
         # A store the checks cannot see might overwrite a field some range was

@@ -159,6 +159,8 @@ class FunctionEmitter(FunctionEmitterBase):
         self.loop_plans = plan_loops(fn, program, memory_free) if checked else {}
         self.fast: frozenset = frozenset()
         self.subst: dict = {}
+        # Fields an enclosing hoisted loop proved no store of its nest overwrites.
+        self.apart_done: frozenset = frozenset()
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
@@ -284,9 +286,12 @@ class FunctionEmitter(FunctionEmitterBase):
         # loop pass, a copy without the checks they cover runs; else the checked
         # copy, which stops at the exact iteration and site of a fault.
         self.fast = outer | plan.nodes()
+        apart = self.apart_done
         self.emit(f"if ({self.hoisted_checks(plan, outer)}) {{")
         self.depth += 1
+        self.apart_done = apart | {f.node for f in plan.fixed if f.base_of}
         self.loop(s)
+        self.apart_done = apart
         self.depth -= 1
         self.fast = outer
         self.emit("} else {")
@@ -601,23 +606,31 @@ class FunctionEmitter(FunctionEmitterBase):
                                  f"{_access_type_name(self.ty(f.node))}", "access")
                 tests.append(f"NXRT_TRY({t}, {addr}, {k}, {site})")
         spans = []
+        need_stores = any(f.base_of and f.node not in self.apart_done for f in plan.fixed)
         for r in plan.ranges:
+            if r.node in done and not (r.store and need_stores):
+                continue
             t = c_type(self.ty(r.node))
             first = self.address(r.node)
             k = self.cache_for(first, t)
-            reach = self.new_temp("uint64_t")   # elements from the first to the last
-            terms = [(counts[c], "INT64_C(1)" if stride is None else self.expr(stride)) for c, stride in r.terms]
-            terms += [("0u", "0")] * (2 - len(terms))
+            if len(r.terms) == 1 and r.terms[0][1] is None:
+                # `p[I + d]`: the last element is n = iterations - 1 after the first
+                reach, test = counts[r.terms[0][0]], ""
+            else:
+                reach = self.new_temp("uint64_t")   # elements from the first to the last
+                terms = [(counts[c], "INT64_C(1)" if stride is None else self.expr(stride)) for c, stride in r.terms]
+                terms += [("0u", "0")] * (2 - len(terms))
+                test = f"nxrt_reach(&{reach}, {terms[0][0]}, {terms[0][1]}, {terms[1][0]}, {terms[1][1]})"
             spans.append((r, first, reach, t))
-            test = f"nxrt_reach(&{reach}, {terms[0][0]}, {terms[0][1]}, {terms[1][0]}, {terms[1][1]})"
             if r.node not in done:
                 site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of "
                                  f"{_access_type_name(self.ty(r.node))}", "access")
-                test += f" && NXRT_SPAN1({t}, {first}, {reach}, {k}, {site})"
-            tests.append(f"({runs_in[r.region]}({test}))")
+                test += f"{' && ' if test else ''}NXRT_SPAN1({t}, {first}, {reach}, {k}, {site})"
+            if test:
+                tests.append(f"({runs_in[r.region]}{test})")
         # No store of the nest may overwrite a pointer some range was computed from.
         for f in plan.fixed:
-            if not f.base_of:
+            if not f.base_of or f.node in self.apart_done:      # an enclosing loop's tests cover it
                 continue
             fa, ft = fields[f.node], c_type(self.ty(f.node))
             for r, first, reach, t in spans:
