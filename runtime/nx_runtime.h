@@ -645,22 +645,6 @@ static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, 
     return nxrt_chk_lookup(a, size, align, site, 0);
 }
 
-/* A miss of a site's local cache: first the site's module-wide cache,
-   inline (a small helper called in a loop starts every call with empty
-   locals, and pays this instead of a call), then the slow path. */
-__attribute__((always_inline))
-static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t align, unsigned lg, int site, int trap)
-{
-    const nxrt_global_cache *g = &nxrt_sc[site];
-    if (nxrt_rotr(a - g->base, lg) < g->span && nxrt_is_alive(g->id)) {
-        nxrt_site_cache c;
-        c.base = g->base;
-        c.span = g->span;
-        return c;
-    }
-    return trap ? nxrt_chk_slow(a, size, align, site) : nxrt_chk_try(a, size, align, site);
-}
-
 #define NXRT_LOG2(n) ((n) >= 8 ? 3u : (n) >= 4 ? 2u : (n) >= 2 ? 1u : 0u)
 
 /* A checked access to a T at `addr`; K names the site's cache, two locals of
@@ -671,7 +655,7 @@ static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t a
 #define NXRT_CHK(T, addr, K, SITE) (*(T *)__extension__({                                  \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (__builtin_expect(nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K, 0)) { \
-            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 1);     \
+            nxrt_site_cache nx_c = nxrt_chk_slow(nx_a, sizeof(T), _Alignof(T), (SITE));     \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
@@ -684,7 +668,7 @@ static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t a
 #define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
-            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 0);      \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
@@ -698,7 +682,7 @@ static inline nxrt_site_cache nxrt_refill(uintptr_t a, uint64_t size, uint64_t a
         uintptr_t nx_a = (uintptr_t)(first);                                                 \
         uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
         if (nx_k >= nx_cs##K) {                                                               \
-            nxrt_site_cache nx_c = nxrt_refill(nx_a, sizeof(T), _Alignof(T), NXRT_LOG2(_Alignof(T)), (SITE), 0); \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE)); \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
             nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \

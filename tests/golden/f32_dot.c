@@ -160,7 +160,7 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
 #line 13 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 14 "<golden>/f32_dot.nx"
-    if (!(l_i < l_n) || ((nx_t0 = (uint64_t)l_n - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 1)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 2)))) {
+    if (__builtin_expect(!!(!(l_i < l_n) || ((nx_t0 = (uint64_t)l_n - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 1)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 2)))), 1)) {
         *nx_fr = 3;
         while (l_i < l_n) {
 #line 15 "<golden>/f32_dot.nx"
@@ -199,7 +199,7 @@ static int64_t nxf_main(void)
 #line 24 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 25 "<golden>/f32_dot.nx"
-    if (!(l_i < INT64_C(4)) || ((nx_t0 = (uint64_t)INT64_C(4) - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 9)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 10)))) {
+    if (__builtin_expect(!!(!(l_i < INT64_C(4)) || ((nx_t0 = (uint64_t)INT64_C(4) - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 9)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 10)))), 1)) {
         *nx_fr = 11;
         while (l_i < INT64_C(4)) {
 #line 26 "<golden>/f32_dot.nx"

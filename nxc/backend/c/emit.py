@@ -161,6 +161,7 @@ class FunctionEmitter(FunctionEmitterBase):
         self.subst: dict = {}
         # Fields an enclosing hoisted loop proved no store of its nest overwrites.
         self.apart_done: frozenset = frozenset()
+        self.fallback = False                   # writing the checked copy of a hoisted loop
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
@@ -279,7 +280,10 @@ class FunctionEmitter(FunctionEmitterBase):
     def visit_While(self, s: ast.While) -> None:
         plan = self.loop_plans.get(s)
         outer = self.fast                       # inside the fast copy of an enclosing loop
-        if plan is None or plan.nodes() <= outer:
+        if plan is None or plan.nodes() <= outer or self.fallback:
+            # (In the checked copy of an enclosing hoisted loop, which runs when a
+            # range test failed, mostly before a fault, its inner loops stay
+            # single: four copies of a loop body would cost compile time, not speed.)
             self.loop(s)
             return
         # Loop versioning (nxc/lower/hoist.py): when the range checks before the
@@ -287,7 +291,9 @@ class FunctionEmitter(FunctionEmitterBase):
         # copy, which stops at the exact iteration and site of a fault.
         self.fast = outer | plan.nodes()
         apart = self.apart_done
-        self.emit(f"if ({self.hoisted_checks(plan, outer)}) {{")
+        # The checked copy is the cold path (mostly: a fault is ahead): GCC then
+        # optimizes it for size, and spends its vectorizer on the fast copy only.
+        self.emit(f"if (__builtin_expect(!!({self.hoisted_checks(plan, outer)}), 1)) {{")
         self.depth += 1
         self.apart_done = apart | {f.node for f in plan.fixed if f.base_of}
         self.loop(s)
@@ -298,7 +304,9 @@ class FunctionEmitter(FunctionEmitterBase):
         self.depth += 1
         self.last_line = None
         self.line_directive(s.pos)
+        self.fallback = True
         self.loop(s)
+        self.fallback = False
         self.depth -= 1
         self.emit("}")
 
