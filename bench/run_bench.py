@@ -76,9 +76,10 @@ def in_child(fn, clock=time.perf_counter) -> float:
     return struct.unpack("d", data)[0]
 
 
-def paired_medians(fns, repeats: int, measured: bool = False) -> list[float]:
+def paired_medians(fns, repeats: int, measured: bool = False, clock=time.perf_counter) -> list[float]:
     """Median time of each of `fns`, run in turns (a, b, c, a, b, c, ...);
-    measured=True: each fn returns its own time (in_child).
+    measured=True: each fn returns its own time (in_child); clock=time.process_time
+    for CPU time (single-threaded code on a machine shared with other work).
 
     The ratios in the table compare such functions: taking turns means a
     slow spell of the shared machine slows both sides of a ratio alike,
@@ -90,9 +91,9 @@ def paired_medians(fns, repeats: int, measured: bool = False) -> list[float]:
         if r % 2:
             order.reverse()          # neither side always runs first
         for i, fn in order:
-            t0 = time.perf_counter()
+            t0 = clock()
             t = fn()
-            times[i].append(t if measured else time.perf_counter() - t0)
+            times[i].append(t if measured else clock() - t0)
     return [statistics.median(t) for t in times]
 
 
@@ -140,6 +141,35 @@ def numpy_gqa(Q, K, V, n, hq, hkv, d, scale):
     return (p @ v).transpose(1, 0, 2).reshape(n, hq * d)
 
 
+class NumpyGqaInPlace:
+    """numpy_gqa with every temporary allocated once and reused (out=): numpy's best case.
+
+    A fresh n x n x heads float32 temporary is 128 MB at n=1024; the kernel zeroes its pages on
+    first touch each call, which can cost numpy_gqa as much as its matrix products (CPU time in
+    the kernel counts in process_time). This variant shows numpy without that cost."""
+
+    def __init__(self, Q, K, V, n, hq, hkv, d, scale):
+        self.q = np.ascontiguousarray(Q.reshape(n, hq, d).transpose(1, 0, 2))
+        self.kt = np.ascontiguousarray(np.repeat(K.reshape(n, hkv, d).transpose(1, 2, 0), hq // hkv, axis=0))
+        self.v = np.ascontiguousarray(np.repeat(V.reshape(n, hkv, d).transpose(1, 0, 2), hq // hkv, axis=0))
+        self.s = np.empty((hq, n, n), Q.dtype)
+        self.m = np.empty((hq, n, 1), Q.dtype)
+        self.o = np.empty((hq, n, d), Q.dtype)
+        self.scale = Q.dtype.type(scale)
+
+    def __call__(self):
+        s, m = self.s, self.m
+        np.matmul(self.q, self.kt, out=s)
+        np.multiply(s, self.scale, out=s)
+        np.max(s, axis=2, keepdims=True, out=m)
+        np.subtract(s, m, out=s)
+        np.exp(s, out=s)
+        np.sum(s, axis=2, keepdims=True, out=m)
+        np.divide(s, m, out=s)
+        np.matmul(s, self.v, out=self.o)
+        return self.o
+
+
 def bench_gqa(sizes, repeats):
     print("1. GQA attention (32 query heads, 8 kv heads, head_dim 128)")
     hq, hkv, d = 32, 8, 128
@@ -173,13 +203,14 @@ def bench_gqa(sizes, repeats):
 
 def bench_simd(sizes, repeats):
     """Issue 19: vectorized nx C against the scalar code and the float libraries, GFLOP/s."""
-    print("1b. GQA attention, vectorized nx C vs scalar C, numpy float32/float64, torch")
+    print("1b. GQA attention, vectorized nx C vs scalar C, numpy float32/float64, torch (CPU time)")
     hq, hkv, d = 32, 8, 128
     path = os.path.join(bundled_dir(), "nx_f32_gqa_attention.nx")
-    # unchecked, as section 1 (memory checks keep GCC from vectorizing: see docs/performance.md)
-    builds = [("nx C -O2 (x86-64)", nxc.load(path, checked=False)),
-              ("nx C -O2 x86-64-v3", nxc.load(path, march="x86-64-v3", checked=False)),
-              ("nx C native", nxc.load(path, opt="native", checked=False))]
+    # unchecked, as section 1 (memory checks keep GCC from vectorizing: see docs/performance.md);
+    # the first build is the default one (-O2 for the host, --march native)
+    builds = [("nx C -O2 (default: native)", nxc.load(path, checked=False)),
+              ("nx C -O2 --march x86-64-v3", nxc.load(path, march="x86-64-v3", checked=False)),
+              ("nx C -O2 --march x86-64", nxc.load(path, march="x86-64", checked=False))]
     lib, ffi = hand_c()
     try:
         import torch
@@ -205,6 +236,8 @@ def bench_simd(sizes, repeats):
         names.append("hand-written scalar C")
         fns.append(lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale))
         names.append("numpy float32")
+        fns.append(NumpyGqaInPlace(Q, K, V, n, hq, hkv, d, scale))
+        names.append("numpy float32, buffers reused")
         fns.append(lambda: numpy_gqa(Q64, K64, V64, n, hq, hkv, d, scale))
         names.append("numpy float64")
         if torch is not None:
@@ -213,16 +246,20 @@ def bench_simd(sizes, repeats):
             tv = torch.from_numpy(V).reshape(n, hkv, d).transpose(0, 1).repeat_interleave(hq // hkv, 0)
             fns.append(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv))
             names.append("torch SDPA")
-        times = dict(zip(names, paired_medians(fns, max(3, repeats if n <= 256 else repeats // 2))))
+        # CPU time: every row runs on one thread, and the machine may be busy with other work
+        times = dict(zip(names, paired_medians(fns, max(3, repeats if n <= 256 else repeats // 2),
+                                               clock=time.process_time)))
         flops = 4.0 * n * n * d * hq
         same = all(np.array_equal(o, out_c) for o in outs)
         for name, t in times.items():
             row("simd", f"n={n}: {name}", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s")
         f32 = times["numpy float32"]
+        f32_reused = times["numpy float32, buffers reused"]
         best = min(times[name] for name, _ in builds)
         row("simd", f"n={n}: nx C / numpy float32 (default build, best build)",
             f"{times[builds[0][0]] / f32:.2f} / {best / f32:.2f}"
             f"   bits: {'every nx build == scalar C' if same else 'OUTPUTS DIFFER'}")
+        row("simd", f"n={n}: nx C default / numpy float32, buffers reused", f"{times[builds[0][0]] / f32_reused:.2f}")
         if torch is not None:
             row("simd", f"n={n}: best nx C / torch SDPA", f"{best / times['torch SDPA']:.2f}")
         else:
@@ -270,7 +307,8 @@ def bench_paged(contexts, repeats):
         # every repeat does the same work.
         t_c, t_p = paired_medians(
             [lambda: m.nx_f32_attn_with_cache(q, k1, v1, 1, hq, hkv, d, cache, 0, 1, sbits, out_c),
-             lambda: m.nx_f32_attn_with_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_p)], repeats)
+             lambda: m.nx_f32_attn_with_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_p)], repeats,
+            clock=time.process_time)
         same = np.array_equal(out_c, out_p)
         row("paged", f"context {L}: paged / contiguous",
             f"{ms(t_p)} / {ms(t_c)}   ratio = {t_p / t_c:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")

@@ -295,7 +295,8 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     path, where a bad access may crash the interpreter (the Python backend is
     always checked).
     march: the C target ("x86-64", "x86-64-v3", "x86-64-v4", "native"; None =
-    the compiler's default); part of the cache key, the same bits on each.
+    native, the host's instruction set); part of the cache key, the same bits
+    on each; "x86-64" for a build that runs on any x86-64 CPU.
     soft_f32=True: the float32 primitives are the .nx integer code of
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.

@@ -41,8 +41,8 @@ def _add_build(p):
                    help="C optimisation level: 0, 2 (default) or native (-O3 -march=native)")
     p.add_argument("--march", default=None,
                    choices=["native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4"],
-                   help="C target instruction set (default: the compiler's; x86-64-v3 = AVX2, "
-                        "x86-64-v4 = AVX-512); part of the cache key, the same bits on each")
+                   help="C target instruction set (default: native, the host's own; x86-64 = portable SSE2, "
+                        "x86-64-v3 = AVX2, x86-64-v4 = AVX-512); part of the cache key, the same bits on each")
     p.add_argument("--no-cache", action="store_true",
                    help="rebuild even if a cached build exists (nxc test: and rerun gates that passed before)")
     _add_unchecked(p)

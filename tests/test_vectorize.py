@@ -85,6 +85,10 @@ def attention_builds():
     mods = {}
     for opt in _targets():
         mods[("c", opt)] = (nxc.load(ATTN, opt=opt), nxc.load(ATTN_REF, opt=opt, include=[bundled_dir()]))
+        # unchecked: the builds that vectorize (checked builds keep their access checks
+        # inside the loops, which GCC does not vectorize across)
+        mods[("c-unchecked", opt)] = (nxc.load(ATTN, opt=opt, checked=False),
+                                      nxc.load(ATTN_REF, opt=opt, include=[bundled_dir()], checked=False))
     mods[("py", "")] = (nxc.load(ATTN, backend="py"),
                         nxc.load(ATTN_REF, backend="py", include=[bundled_dir()]))
     return mods
@@ -122,7 +126,7 @@ def test_larger_case_on_the_c_targets(attention_builds):
     scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
     outs = []
     for (backend, opt), (new, old) in attention_builds.items():
-        if backend != "c":
+        if not backend.startswith("c"):
             continue
         r_new = _run(new, "nx_f32_attention", Q, K, V, n, d, scale)
         r_old = _run(old, "nx_f32_attention_scalar", Q, K, V, n, d, scale)
@@ -131,6 +135,62 @@ def test_larger_case_on_the_c_targets(attention_builds):
         outs.append(r_new[1])
     for o in outs[1:]:
         _same(o, outs[0], "targets disagree")
+
+
+MULTI = os.path.join(bundled_dir(), "nx_f32_attn_multi.nx")
+MULTI_REF = os.path.join(HERE, "nx", "ref", "nx_f32_attn_multi_scalar.nx")
+
+
+@pytest.fixture(scope="module")
+def multi_builds():
+    mods = {}
+    for opt in _targets():
+        mods[("c-unchecked", opt)] = (nxc.load(MULTI, opt=opt, checked=False),
+                                      nxc.load(MULTI_REF, opt=opt, include=[bundled_dir()], checked=False))
+    mods[("c", "2")] = (nxc.load(MULTI), nxc.load(MULTI_REF, include=[bundled_dir()]))
+    mods[("py", "")] = (nxc.load(MULTI, backend="py"), nxc.load(MULTI_REF, backend="py", include=[bundled_dir()]))
+    return mods
+
+
+# (n_q, n_k, head_dim, causal): prefill (n_q == n_k), decode (n_q == 1), a chunk after a cache
+# (n_q < n_k), more queries than keys (rows that see nothing), sizes off every vector width
+MULTI_SHAPES = [(1, 1, 1, 0), (1, 9, 5, 1), (5, 5, 9, 1), (3, 17, 16, 1), (6, 4, 3, 1),
+                (7, 20, 33, 0), (2, 33, 8, 1), (1, 40, 17, 0)]
+
+
+@pytest.mark.parametrize("n_q,n_k,d,causal", MULTI_SHAPES)
+def test_multi_rewrite_is_bit_identical_everywhere(multi_builds, n_q, n_k, d, causal):
+    rng = np.random.default_rng(n_q * 10007 + n_k * 101 + d)
+    Q, K, V = f32_words(rng, n_q * d, 3.0), f32_words(rng, n_k * d, 3.0), f32_words(rng, n_k * d, 3.0)
+    scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
+    first = None
+    for (backend, opt), (new, old) in multi_builds.items():
+        if backend == "py" and n_q * n_k * d > 3000:
+            continue
+        o_new, o_old = np.zeros(n_q * d, np.int64), np.zeros(n_q * d, np.int64)
+        assert new.nx_f32_attn_multi(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, causal, scale, o_new) == 0
+        assert old.nx_f32_attn_multi_scalar(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, causal, scale, o_old) == 0
+        _same(o_new, o_old, f"{backend} {opt} multi {n_q}x{n_k}x{d} causal={causal}: new vs scalar kernel")
+        if first is None:
+            first = o_old
+        _same(o_new, first, f"{backend} {opt} multi: vs the first build")
+    assert np.any(first != 0)
+
+
+def test_multi_decode_at_head_dim_128(multi_builds):
+    """A decode step (one query over a long cache) and a causal prefill at the bench's head_dim."""
+    rng = np.random.default_rng(128)
+    for n_q, n_k in ((1, 300), (37, 37)):
+        d = 128
+        Q, K, V = f32_words(rng, n_q * d, 1.0), f32_words(rng, n_k * d, 1.0), f32_words(rng, n_k * d, 1.0)
+        scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
+        for (backend, opt), (new, old) in multi_builds.items():
+            if backend == "py":
+                continue
+            o_new, o_old = np.zeros(n_q * d, np.int64), np.zeros(n_q * d, np.int64)
+            new.nx_f32_attn_multi(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, 1, scale, o_new)
+            old.nx_f32_attn_multi_scalar(Q.copy(), K.copy(), V.copy(), n_q, n_k, d, 1, scale, o_old)
+            _same(o_new, o_old, f"{opt} multi {n_q}x{n_k}")
 
 
 def _loop_line(path: str, statement: str) -> int:
@@ -148,23 +208,29 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     if "Free Software Foundation" not in version and "GCC" not in version:
         pytest.skip(f"{cc} is not GCC")
-    program = check_file(ATTN, None, Diagnostics(warnings=False))
-    c_file = tmp_path / "attn.c"
-    c_file.write_text(emit_c(program).text)
-    proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                           "-c", str(c_file), "-o", str(tmp_path / "attn.o")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    vectorized = {int(m.group(1)) for m in re.finditer(
-        r"nx_f32_attention\.nx:(\d+):\d+: optimized: loop vectorized", proc.stderr)}
-    scores = _loop_line(ATTN, "sacc[j] = nx_f32_add(")
-    weighted = _loop_line(ATTN, "oacc[d] = nx_f32_add(")
-    assert scores in vectorized, f"scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
-    assert weighted in vectorized, f"P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
+    for path, score_stmt, pv_stmt in ((ATTN, "s0[j] = nx_f32_add(acc", "o0[d] = nx_f32_add(acc"),
+                                      (MULTI, "srow[j] = nx_f32_add(acc", "oacc[d] = nx_f32_add(acc")):
+        program = check_file(path, None, Diagnostics(warnings=False))
+        c_file = tmp_path / "attn.c"
+        c_file.write_text(emit_c(program, checked=False).text)
+        proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
+                               "-c", str(c_file), "-o", str(tmp_path / "attn.o")],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        name = re.escape(os.path.basename(path))
+        vectorized = {int(m.group(1)) for m in re.finditer(
+            name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+        scores = _loop_line(path, score_stmt)
+        weighted = _loop_line(path, pv_stmt)
+        assert scores in vectorized, f"{path}: scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
+        assert weighted in vectorized, f"{path}: P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
 
 
-def test_march_is_in_the_flags_and_the_cache_key():
+def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
     assert c_build.build_config("2") == "2"
+    # no target named: the host's (the default build is the one that vectorizes widest)
+    assert [f for f in c_build.flags_for("2") if f.startswith("-march")] == ["-march=native"]
+    assert [f for f in c_build.flags_for("0") if f.startswith("-march")] == ["-march=native"]
     assert c_build.build_config("2", "x86-64-v3") == "2/x86-64-v3"
     assert c_build.flags_for("2/x86-64-v3")[-1] == "-march=x86-64-v3"
     # an explicit target replaces native's own -march
@@ -173,6 +239,12 @@ def test_march_is_in_the_flags_and_the_cache_key():
     emitted = emit_c(program)
     keys = {c_build.cache_key(emitted, opt) for opt in ("2", "2/x86-64", "2/x86-64-v3", "native")}
     assert len(keys) == 4
+    # native means this CPU: another CPU (a shared cache folder) gets another key
+    native_key, generic_key = c_build.cache_key(emitted, "2"), c_build.cache_key(emitted, "2/x86-64")
+    assert c_build.host_cpu() != ""
+    monkeypatch.setattr(c_build, "host_cpu", lambda: "vendor_id=Other|flags=sse2")
+    assert c_build.cache_key(emitted, "2") != native_key
+    assert c_build.cache_key(emitted, "2/x86-64") == generic_key
     with pytest.raises(ValueError, match="unknown target 'pentium'"):
         c_build.build_config("2", "pentium")
     with pytest.raises(ValueError, match="unknown target"):
@@ -189,6 +261,20 @@ def test_cli_march_runs_the_gate(capsys):
 EXP_DRIVER = '''
 import "nx_syscalls.nx"
 import "nx_f32.nx"
+import "nx_f32_attention.nx"
+
+// the same for the attention kernel's 32-bit-lane exp (inputs are float32 words: the low 32 bits)
+func exp32_agree(x: *i64, n: i64, out: *i64) -> i64 {
+    var i: i64 = 0
+    var bad: i64 = 0
+    while i < n {
+        let w: i64 = x[i] & 0xFFFFFFFF
+        out[i] = nx_f32_attn_exp32(w as u32) as i64
+        if out[i] != nx_f32_exp(w) { bad = bad + 1 }
+        i = i + 1
+    }
+    return bad
+}
 
 // out[i] = 1 where nx_f32_exp_lanes(x[i]) == nx_f32_exp(x[i]) bit for bit, else 0
 func exp_agree(x: *i64, n: i64, out: *i64) -> i64 {
@@ -204,15 +290,17 @@ func exp_agree(x: *i64, n: i64, out: *i64) -> i64 {
 '''
 
 
-@pytest.mark.parametrize("backend", ["c", "py"])
+@pytest.mark.parametrize("backend", ["c", "c-unchecked", "py"])
 def test_branch_free_exp_matches_nx_f32_exp(tmp_path, backend):
     """Every class of input: both signs, around the cut-offs 89 / -110, NaNs, infinities,
     subnormals, zeros, and upper bits set in the i64 word."""
     path = tmp_path / "exp_driver.nx"
     path.write_text(EXP_DRIVER)
-    mod = nxc.load(str(path), backend=backend, include=[bundled_dir()])
+    # c-unchecked: the build whose loops vectorize (so the lanes are checked, not only scalar code)
+    mod = nxc.load(str(path), backend=backend.split("-")[0], include=[bundled_dir()],
+                   checked=backend != "c-unchecked")
     rng = np.random.default_rng(5)
-    n = 200_000 if backend == "c" else 4_000
+    n = 4_000 if backend == "py" else 200_000
     words = rng.integers(0, 1 << 32, n, dtype=np.int64)
     near = np.float32([89.0, -110.0, 88.72, -103.9, 0.0, 1.0]).view(np.uint32).astype(np.int64)
     edges = (near[:, None] + np.arange(-300, 301)[None, :]).ravel() & 0xFFFFFFFF
@@ -223,6 +311,9 @@ def test_branch_free_exp_matches_nx_f32_exp(tmp_path, backend):
     out = np.zeros(x.size, np.int64)
     assert mod.exp_agree(x, x.size, out) == 0
     assert len(set(out.tolist())) > 1000
+    out32 = np.zeros(x.size, np.int64)
+    assert mod.exp32_agree(x, x.size, out32) == 0
+    assert len(set(out32.tolist())) > 1000
 
 
 GATES = ["nx_f32.nx", "nx_f32_attention.nx", "nx_f32_gqa_attention.nx", "nx_f32_attn_multi.nx",

@@ -25,6 +25,7 @@ import io
 import importlib.machinery
 import importlib.util
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -55,14 +56,27 @@ BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off"
 # reassociates float arithmetic without -fassociative-math (which nxc never
 # passes), so a vectorized loop computes each iteration's exact scalar
 # sequence of IEEE operations, only several iterations per instruction.
+# --param vect-max-version-for-alias-checks=64: a loop that updates several
+# rows from several others (a register-blocked kernel: four accumulator rows,
+# four input rows) needs more run-time overlap checks than GCC's default of
+# 10 before it vectorizes; nx pointers carry no `restrict`, so those checks
+# are the only way in. They run once per loop entry, not per iteration.
+VECT_ALIAS = "--param=vect-max-version-for-alias-checks=64"
 OPT_LEVELS = {
     "0": ["-O0"],
-    "2": ["-O2", "-fvect-cost-model=dynamic"],
-    "native": ["-O3", "-march=native"],
+    "2": ["-O2", "-fvect-cost-model=dynamic", VECT_ALIAS],
+    "native": ["-O3", "-march=native", VECT_ALIAS],
 }
 # Instruction sets a build may target (--march): the same bits on each, only
 # the vector width changes (x86-64: SSE2, 4 floats; v3: AVX2, 8; v4: AVX-512, 16).
 MARCHES = ("native", "x86-64", "x86-64-v2", "x86-64-v3", "x86-64-v4")
+# The target of a build that names none: the host. nxc compiles on the machine
+# that runs the code (the build cache is local and keyed by the host CPU, see
+# host_cpu), and every target gives the same bits, so the only thing a generic
+# default would buy is a 4-lane build on a 16-lane machine. `--march x86-64`
+# is the portable choice (a library to copy elsewhere, valgrind, which does
+# not decode AVX-512).
+DEFAULT_MARCH = "native"
 
 
 def build_config(opt: str = "2", march: str | None = None) -> str:
@@ -154,7 +168,7 @@ def flags_for(opt: str) -> list[str]:
     except KeyError:
         raise ValueError(f"unknown optimisation level '{level_name}' (choose from {', '.join(OPT_LEVELS)})")
     if not march:
-        return BASE_FLAGS + level
+        march = DEFAULT_MARCH
     if march not in MARCHES:
         raise ValueError(f"unknown target '{march}' (choose from {', '.join(MARCHES)})")
     # an explicit target replaces the level's own -march (native's)
@@ -165,11 +179,34 @@ def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
     h = hashlib.sha256()
     for part in (__version__, cffi.__version__, compiler_identity(tuple(compiler())), mode,
                  "checked" if emitted.checked else "unchecked",
-                 " ".join(flags_for(opt)), importlib.machinery.EXTENSION_SUFFIXES[0],
+                 " ".join(flags_for(opt)), host_cpu() if "-march=native" in flags_for(opt) else "",
+                 importlib.machinery.EXTENSION_SUFFIXES[0],
                  _runtime_header_text(), emitted.cdef, emitted.text):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()[:24]
+
+
+@lru_cache(maxsize=1)
+def host_cpu() -> str:
+    """What -march=native means on this machine, for the cache key: the CPU's
+    model and feature flags. A cache folder shared between machines (a network
+    home, a CI cache) then never hands an AVX-512 build to a CPU without it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        text = ""
+    wanted = ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
+    seen: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        name = name.strip()
+        if sep and name in wanted and name not in seen:
+            seen[name] = value.strip()
+    if not seen:
+        return f"{platform.machine()}|{platform.processor()}"
+    return "|".join(f"{k}={v}" for k, v in sorted(seen.items()))
 
 
 @lru_cache(maxsize=1)
