@@ -174,8 +174,12 @@ def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
 
 @lru_cache(maxsize=1)
 def _runtime_header_text() -> str:
-    with open(os.path.join(runtime_dir(), "nx_runtime.h"), encoding="utf-8") as f:
-        return f.read()
+    """The runtime's text: the header and nx_runtime.c, which a single-file build includes."""
+    parts = []
+    for name in ("nx_runtime.h", "nx_runtime.c"):
+        with open(os.path.join(runtime_dir(), name), encoding="utf-8") as f:
+            parts.append(f.read())
+    return "\0".join(parts)
 
 
 # Built modules kept in the cache folder; past it the least recently used go
