@@ -603,6 +603,22 @@ def is_straight_line(fn: Function) -> bool:
             and all(isinstance(s, (ast.VarDecl, ast.Assign, ast.ExprStmt)) for s in stmts[:-1]))
 
 
+# The largest straight-line function importers copy (nx_f32_exp_lanes has 29 statements).
+COPY_MAX_STATEMENTS = 32
+
+
+def is_copied_into_importers(fn: Function, program: Program) -> bool:
+    """Whether importers get a `static inline` copy of `fn` (like a function in a
+    C header), besides the definition in its own module's object: the small
+    straight-line arithmetic helpers (float32 bit helpers, exp lanes) that a
+    kernel's loop must inline to vectorize. A function that maps memory or does
+    I/O (calls a sys_* extern) is never copied: no loop needs it inline, and a
+    copy would make every importer depend on its body."""
+    if not is_straight_line(fn) or len(fn.decl.body.stmts) > COPY_MAX_STATEMENTS:
+        return False
+    return not any(name.startswith("sys_") for name in calls_in(fn.decl.body, program.info.sym))
+
+
 def signature(fn: Function, linkage: str = "static") -> str:
     """The C declarator of `fn`. linkage "static": a single-file build, or a
     copy in an importer; "module": defined in its module's object for the
@@ -742,9 +758,10 @@ def site_base_symbol(module: ast.Module) -> str:
 
 
 def _unit_parts(program: Program, module: ast.Module, own: list[Function], closure: list[ast.Module]):
-    """What a unit holding `own` declares around it: the straight-line imported
-    functions it copies (like a C header's static inline functions, so that
-    a kernel's loop can still inline and vectorize them), the prototypes of the
+    """What a unit holding `own` declares around it: the small straight-line
+    imported functions it copies (is_copied_into_importers: like a C header's
+    static inline functions, so that a kernel's loop can still inline and
+    vectorize them), the prototypes of the
     other imported functions it calls, and the structs and globals of its
     import closure (dependencies first)."""
     by_name = {fn.decl.name: fn for fn in program.functions}
@@ -759,7 +776,7 @@ def _unit_parts(program: Program, module: ast.Module, own: list[Function], closu
             callee = by_name.get(name)
             if callee is None or name in own_names or name in copies:
                 continue
-            if is_straight_line(callee):
+            if is_copied_into_importers(callee, program):
                 copies[name] = callee
                 todo.append(callee)
             else:
@@ -844,9 +861,10 @@ def interface_text(program: Program, module: ast.Module, *, checked: bool = Fals
     """What the C of a module that imports `module` can depend on, as text:
     its functions' signatures and whether a call may end a mapping (the
     checked code forgets its caches after such a call), the C of the
-    straight-line functions importers copy (with their sites' positions),
-    its structs' layouts, its globals, consts and externs. A body edit of a
-    function with a loop leaves it unchanged, so importers are not recompiled.
+    small straight-line functions importers copy (is_copied_into_importers,
+    with their sites' positions), its structs' layouts, its globals, consts
+    and externs. A body edit of any other function leaves it unchanged, so
+    importers are not recompiled.
     (The per-module check summaries of issue 21 part B are to replace it.)"""
     unmapping = frozenset(may_unmap(program)) if checked else frozenset()
     parts = []
@@ -854,7 +872,7 @@ def interface_text(program: Program, module: ast.Module, *, checked: bool = Fals
         if fn.module is not module or fn is program.entry:
             continue
         parts.append(f"fn {signature(fn, 'extern')} unmaps={fn.decl.name in unmapping}")
-        if is_straight_line(fn):
+        if is_copied_into_importers(fn, program):
             sites: list[Site] = []
             entry = _function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, unmapping=unmapping,
                                     site_macro=True)
