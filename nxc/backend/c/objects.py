@@ -48,6 +48,7 @@ from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, emit_c, emit_entry_c, em
                                 site_base_symbol)
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
+from nxc.deep import deep
 from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
                        stamped, unseal, write_atomically)
 from nxc.lower.guards import CAPTURE_SLOTS
@@ -136,7 +137,7 @@ class LinkedC(CapturesMixin):
         self.checked = checked
         self.unbox_f32 = unbox_f32
         self.opt = opt
-        self.captures = dict(plan_program(program).captures)
+        self.captures = dict(deep(plan_program)(program).captures)     # deeply nested programs: nxc/deep.py
         self.capture_slots = CAPTURE_SLOTS
         self._whole = None
         self._planned = None
@@ -161,25 +162,29 @@ class LinkedC(CapturesMixin):
         if opt is not None and opt != self.opt:
             self.opt, self._planned, self._sites = opt, None, None
         if self._planned is None:
-            program = self.program
-            config = build_config_text(self.checked, self.opt, self.unbox_f32)
-            units = []
-            for module in program.graph.modules:
-                if not (any(fn.module is module and fn is not program.entry for fn in program.functions)
-                        or any(sym.module is module for sym, _ in program.globals)):
-                    continue            # nothing of its own to compile (consts, structs, externs only)
-                closure = import_closure(program, module)
-                key = object_key(module_source_digest(module), self.closure_interface_digest(closure), config)
-                units.append(ModuleUnit(module, closure, key))
-            if len(units) > MAX_LINKED:
-                raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
-                                         f"({len(units)} here)")
-            bases = [(site_base_symbol(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)]
-            entry = emit_entry_c(program, import_closure(program, program.graph.root), bases,
-                                 checked=self.checked, unbox_f32=self.unbox_f32)
-            rt = runtime_key(self.checked, self.opt)
-            self._planned = (units, entry, rt, link_key([u.key for u in units], rt, entry.text, self.opt))
+            self._planned = self._plan()
         return self._planned
+
+    @deep       # interface_text and the entry walk the AST recursively
+    def _plan(self):
+        program = self.program
+        config = build_config_text(self.checked, self.opt, self.unbox_f32)
+        units = []
+        for module in program.graph.modules:
+            if not (any(fn.module is module and fn is not program.entry for fn in program.functions)
+                    or any(sym.module is module for sym, _ in program.globals)):
+                continue            # nothing of its own to compile (consts, structs, externs only)
+            closure = import_closure(program, module)
+            key = object_key(module_source_digest(module), self.closure_interface_digest(closure), config)
+            units.append(ModuleUnit(module, closure, key))
+        if len(units) > MAX_LINKED:
+            raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
+                                     f"({len(units)} here)")
+        bases = [(site_base_symbol(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)]
+        entry = emit_entry_c(program, import_closure(program, program.graph.root), bases,
+                             checked=self.checked, unbox_f32=self.unbox_f32)
+        rt = runtime_key(self.checked, self.opt)
+        return units, entry, rt, link_key([u.key for u in units], rt, entry.text, self.opt)
 
     @property
     def units(self) -> list["ModuleUnit"]:
@@ -221,7 +226,8 @@ class LinkedC(CapturesMixin):
 
     @property
     def text(self) -> str:
-        return self.entry.text
+        """The program as one C file (what `nxc emit-c` prints)."""
+        return self.whole().text
 
 
 @dataclass
