@@ -321,6 +321,18 @@ def bench_checked(n, n_py, repeats):
     row("checked", "gate nx_paged_kv_gate.nx main(): checked C / unchecked C / Python",
         f"{ms(t_chk)} / {ms(t_unc)} / {ms(t_py)}   checked/unchecked = {t_chk / t_unc:.3f}, "
         f"py/checked = {t_py / t_chk:.0f}x")
+    # A gate as nxc test builds it (issue 21: one object per module, the small
+    # straight-line helpers copied into importers, linked) against the same gate
+    # as one C file (GCC free to inline anything across modules), checked.
+    from nxc.backend.registry import backend_for
+    for name in ("nx_paged_kv_gate.nx", "nx_f32_attn_multi.nx", "nx_f32_gqa_attention.nx"):
+        prog = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
+        sep = backend_for("c").prepare(prog, purpose="gate").loaded
+        one = backend_for("c").prepare(prog, purpose="gate", emitted=emit_c(prog, checked=True)).loaded
+        t_sep, t_one = paired_medians([lambda: in_child(sep.run_main), lambda: in_child(one.run_main)],
+                                      max(9, repeats), measured=True)
+        row("checked", f"gate {name} main(): separately compiled / one file",
+            f"{ms(t_sep)} / {ms(t_one)}   ratio = {t_sep / t_one:.3f}")
 
 
 # ---------------------------------------------------------------- 3. builds

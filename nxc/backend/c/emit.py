@@ -20,6 +20,7 @@ called `exp`, `free`, `int` or `main` never collides with C or libc.
 from __future__ import annotations
 
 import os
+import weakref
 from dataclasses import dataclass, field
 
 
@@ -165,7 +166,7 @@ class FunctionEmitter(FunctionEmitterBase):
         # site (faults.stack_from puts it on top of its caller's frame). Small
         # helpers called in hot loops (nx_f32_max, nx_f32_exp) stay as cheap
         # and as inlinable as unchecked.
-        own = {f.decl.name for f in program.functions}
+        own = own_function_names(program)
         self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & own))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
@@ -527,7 +528,7 @@ class FunctionEmitter(FunctionEmitterBase):
         """Whether the loop must store its site each iteration: its body (or
         condition) holds a call of an nx function or an inner loop, which
         store theirs in this frame's slot."""
-        own = {fn.decl.name for fn in self.program.functions}
+        own = own_function_names(self.program)
         return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & own)
 
     def frame_at(self, pos, kind: str) -> str:
@@ -603,6 +604,29 @@ def is_straight_line(fn: Function) -> bool:
             and all(isinstance(s, (ast.VarDecl, ast.Assign, ast.ExprStmt)) for s in stmts[:-1]))
 
 
+_UNMAPPING: "weakref.WeakKeyDictionary[Program, frozenset]" = weakref.WeakKeyDictionary()
+_OWN: "weakref.WeakKeyDictionary[Program, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def own_function_names(program: Program) -> frozenset:
+    """The names of the program's functions with a body, once per program (a
+    module's object is emitted function by function, each asking)."""
+    found = _OWN.get(program)
+    if found is None:
+        found = _OWN[program] = frozenset(fn.decl.name for fn in program.functions)
+    return found
+
+
+def unmapping_of(program: Program, checked: bool) -> frozenset:
+    """may_unmap(program), computed once per program (every unit of a gate asks)."""
+    if not checked:
+        return frozenset()
+    found = _UNMAPPING.get(program)
+    if found is None:
+        found = _UNMAPPING[program] = frozenset(may_unmap(program))
+    return found
+
+
 # The largest straight-line function importers copy (nx_f32_exp_lanes has 29 statements).
 COPY_MAX_STATEMENTS = 32
 
@@ -614,9 +638,18 @@ def is_copied_into_importers(fn: Function, program: Program) -> bool:
     kernel's loop must inline to vectorize. A function that maps memory or does
     I/O (calls a sys_* extern) is never copied: no loop needs it inline, and a
     copy would make every importer depend on its body."""
-    if not is_straight_line(fn) or len(fn.decl.body.stmts) > COPY_MAX_STATEMENTS:
-        return False
-    return not any(name.startswith("sys_") for name in calls_in(fn.decl.body, program.info.sym))
+    memo = _COPIED.get(program)
+    if memo is None:
+        memo = _COPIED[program] = {}
+    found = memo.get(fn.decl.name)
+    if found is None:
+        found = memo[fn.decl.name] = (
+            is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
+            and not any(name.startswith("sys_") for name in calls_in(fn.decl.body, program.info.sym)))
+    return found
+
+
+_COPIED: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
 def signature(fn: Function, linkage: str = "static") -> str:
@@ -697,7 +730,7 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     (runtime/nx_runtime.h, NXRT_CHECKED)."""
     sites: list[Site] = []
     captures = dict(plan_program(program).captures)
-    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    unmapping = unmapping_of(program, checked)
     functions = [_function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, unmapping=unmapping)
                  for fn in program.functions]
     structs = [_struct_entry(st) for st in program.structs]
@@ -822,7 +855,7 @@ def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     copied, imported, structs, paths, position = _unit_parts(program, module, own, closure)
     sites: list[Site] = []
-    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    unmapping = unmapping_of(program, checked)
     options = dict(checked=checked, unbox_f32=unbox_f32, unmapping=unmapping, site_macro=True)
     functions = ([_function_entry(program, fn, sites, **options) for fn in copied]
                  + [_function_entry(program, fn, sites, linkage="module", **options) for fn in own])
@@ -846,7 +879,7 @@ def emit_entry_c(program: Program, closure: list[ast.Module], site_bases: list[t
     own = [program.entry] if program.entry is not None else []
     copied, imported, structs, paths, position = _unit_parts(program, root, own, closure)
     sites: list[Site] = []
-    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    unmapping = unmapping_of(program, checked)
     options = dict(checked=checked, unbox_f32=unbox_f32, unmapping=unmapping)
     functions = [_function_entry(program, fn, sites, **options) for fn in copied + own]
     others = sorted(program.globals, key=lambda g: position(g[0].pos))
@@ -866,7 +899,7 @@ def interface_text(program: Program, module: ast.Module, *, checked: bool = Fals
     and externs. A body edit of any other function leaves it unchanged, so
     importers are not recompiled.
     (The per-module check summaries of issue 21 part B are to replace it.)"""
-    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    unmapping = unmapping_of(program, checked)
     parts = []
     for fn in program.functions:
         if fn.module is not module or fn is program.entry:
