@@ -10,7 +10,7 @@ A gate's shared library is linked from
   cache is neither emitted nor compiled;
 - the runtime's object (runtime/nx_runtime.c), one per configuration;
 - the gate's entry (emit.emit_entry_c: the root's main, the entry points,
-  each module's site base), compiled and linked in one `cc -shared` call.
+  each module's site base), an object keyed by its own text.
 The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
 keys and the entry's text) like any build (nxc/backend/c/build.py).
 
@@ -361,6 +361,11 @@ def _pruned_after_write() -> None:
                     os.remove(os.path.join(folder, name))
 
 
+def entry_key(text: str, checked: bool, opt: str) -> str:
+    """The key of a gate entry's object: its C text and the configuration."""
+    return "en-" + _digest("entry", text, build_config_text(checked, opt))[:32]
+
+
 def runtime_key(checked: bool, opt: str) -> str:
     return "rt-" + _digest("runtime", build_config_text(checked, opt))[:24]
 
@@ -420,14 +425,14 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         if compiled:
             recompiled.append(unit.module.source.path)
     runtime, _ = ensure_runtime(linked.checked, opt, use_cache)
+    # The entry is an object too, keyed by its text: after a body edit of an
+    # imported module the entry is the same (same main, same site bases), so
+    # linking again is the linker alone.
+    entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        c_file = os.path.join(tmp, name + ".c")
-        with open(c_file, "w", encoding="utf-8") as f:
-            f.write(entry.text)
         out_tmp = os.path.join(tmp, name + ".so")
-        cmd = [*c_build.compiler(), *c_build.flags_for(opt), "-I", runtime_dir(), c_file, *objects, runtime,
-               "-o", out_tmp, "-lm"]
+        cmd = [*c_build.compiler(), *c_build.flags_for(opt), entry_object, *objects, runtime, "-o", out_tmp, "-lm"]
         _run_compiler(cmd)
         os.replace(out_tmp, target)
     stamp(target)
