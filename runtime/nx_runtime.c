@@ -310,6 +310,13 @@ NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t alig
     return c;
 }
 
+#ifdef NXRT_ONE_FILE
+NXRT_API nxrt_site_cache nxrt_chk_slow_here(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_slow(a, size, align, site, &nxrt_sc[site]);
+}
+#endif
+
 static int nxrt_add_live(const nxrt_region *r)
 {
     int64_t i;

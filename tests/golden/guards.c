@@ -15,11 +15,10 @@
 /* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
 #define NXRT_CHECKED 1
 #define NXRT_SITES 3
+#define NXRT_ONE_FILE 1
 #include "nx_runtime.h"
 /* One file: the runtime's state and out-of-line functions are in it too. */
 #include "nx_runtime.c"
-/* This file's per-site caches behind the locals (nx_runtime.h, NXRT_CHK). */
-static nxrt_global_cache nxrt_sc[NXRT_SITES];
 
 /* A bool in memory is a byte, and any nonzero byte reads as true
  * (docs/language.md): a _Bool object holding 2 (written through a *u8) is
