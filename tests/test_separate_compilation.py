@@ -199,3 +199,21 @@ def test_a_damaged_object_is_rebuilt_not_linked(tree):
     again = backend_for("c").prepare(program(top), purpose="gate", load=False).built
     assert [os.path.basename(p) for p in again.recompiled] == ["leaf.nx"]
     assert execute(program(top), "c")[0].status == "PASS"
+
+
+def test_pruning_removes_old_objects_with_their_site_tables_and_locks(monkeypatch, tmp_path):
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    folder = objects.objects_dir()
+    os.makedirs(folder)
+    for k in range(10):
+        for ext in (".o", ".o.sum", ".sites", ".lock"):
+            path = os.path.join(folder, f"k{k:02d}{ext}")
+            open(path, "w").close()
+            os.utime(path, (1000 + k, 1000 + k))         # k00 least recently used
+    monkeypatch.setattr(objects, "MAX_OBJECTS", 8)
+    monkeypatch.setattr(objects, "_object_writes", 0)   # the next write looks at the folder
+    objects._pruned_after_write()
+    left = sorted(os.listdir(folder))
+    kept = sorted(n[:-2] for n in left if n.endswith(".o"))
+    assert kept == [f"k{k:02d}" for k in range(4, 10)]                 # down to 3/4 of the bound
+    assert sorted(n for n in left if n.startswith(tuple(kept))) == left  # nothing of a pruned object stays
