@@ -217,3 +217,15 @@ def test_pruning_removes_old_objects_with_their_site_tables_and_locks(monkeypatc
     kept = sorted(n[:-2] for n in left if n.endswith(".o"))
     assert kept == [f"k{k:02d}" for k in range(4, 10)]                 # down to 3/4 of the bound
     assert sorted(n for n in left if n.startswith(tuple(kept))) == left  # nothing of a pruned object stays
+
+
+def test_the_closure_digest_is_a_parameter(tree, write_nx):
+    # the conservative digest (imports' whole text): a body edit of the leaf recompiles its importers too
+    _, top = tree
+    keys = lambda: {os.path.basename(u.module.source.path): u.key                     # noqa: E731
+                    for u in LinkedC(program(top), checked=True,
+                                     closure_digest=objects.closure_source_digest).units}
+    before = keys()
+    write_nx(LEAF.replace("s = s + p[i]", "s = s + p[i] + 0"), "leaf.nx")
+    after = keys()
+    assert after["leaf.nx"] != before["leaf.nx"] and after["mid.nx"] != before["mid.nx"]

@@ -104,8 +104,9 @@ def module_source_digest(module) -> str:
     return _digest(module.source.path, module.source.text)
 
 
-def closure_source_digest(closure) -> str:
-    """The conservative closure digest: every imported module's text."""
+def closure_source_digest(linked, closure) -> str:
+    """The conservative closure digest: every imported module's text (a
+    `closure_digest` for LinkedC; any edit of an import recompiles)."""
     return _digest(*(module_source_digest(m) for m in closure[:-1]))
 
 
@@ -132,8 +133,14 @@ class LinkedC(CapturesMixin):
     any module's C: each module's key, the entry's C (small: the root's main),
     the link's key. `whole()` is the single-file program (the Python API)."""
 
-    def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True):
+    def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
+        """closure_digest(linked, closure) -> str: the digest of what a module's
+        C takes from its imports (closure: its import closure, itself last).
+        Default: `closure_interface_digest` (their interfaces, from the checked
+        program); `closure_source_digest` is the conservative alternative, and
+        per-module check summaries (issue 21 part B) can be swapped in here."""
         self.program = program
+        self.closure_digest = closure_digest or LinkedC.closure_interface_digest
         self.checked = checked
         self.unbox_f32 = unbox_f32
         self.opt = opt
@@ -154,7 +161,7 @@ class LinkedC(CapturesMixin):
 
     def closure_interface_digest(self, closure) -> str:
         """The interfaces of every module `closure[-1]` imports (interface_text):
-        a body edit of a function with a loop leaves it unchanged."""
+        a body edit of a function that importers do not copy leaves it unchanged."""
         return _digest(*(self.interface_digest(m) for m in closure[:-1]))
 
     def plan(self, opt: str | None = None):
@@ -170,12 +177,13 @@ class LinkedC(CapturesMixin):
         program = self.program
         config = build_config_text(self.checked, self.opt, self.unbox_f32)
         units = []
+        compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
+                    | {id(sym.module) for sym, _ in program.globals})
         for module in program.graph.modules:
-            if not (any(fn.module is module and fn is not program.entry for fn in program.functions)
-                    or any(sym.module is module for sym, _ in program.globals)):
+            if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
             closure = import_closure(program, module)
-            key = object_key(module_source_digest(module), self.closure_interface_digest(closure), config)
+            key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
             units.append(ModuleUnit(module, closure, key))
         if len(units) > MAX_LINKED:
             raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
