@@ -1,8 +1,11 @@
 """The C backend object: emit C, compile it through cffi (cached), load it, run it.
 
 Gates build in cffi's ABI mode (a plain shared library opened with
-`ffi.dlopen`: the shortest compile), the Python API in API mode (a real
-extension module: the fastest calls); nxc/backend/c/build.py says why.
+`ffi.dlopen`), linked from one cached object per module
+(nxc/backend/c/objects.py: each module compiled once, whichever gates
+import it); the Python API builds the whole program as one file in API mode
+(a real extension module: the fastest calls, and GCC inlines across
+modules); nxc/backend/c/build.py says why.
 A run-time error in nx code makes the generated C return a non-zero
 status and record which site trapped; the site's position comes from the
 emitter's table.

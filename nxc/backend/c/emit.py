@@ -19,6 +19,7 @@ called `exp`, `free`, `int` or `main` never collides with C or libc.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import weakref
 from dataclasses import dataclass, field
@@ -784,13 +785,12 @@ class UnitC:
 
 def site_base_symbol(module: ast.Module) -> str:
     """The C name of a module's site base, unique per module path."""
-    import hashlib
     path = module.source.path
     stem = "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])[:40]
     return f"nxm_sb_{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
 
 
-def _unit_parts(program: Program, module: ast.Module, own: list[Function], closure: list[ast.Module]):
+def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module]):
     """What a unit holding `own` declares around it: the small straight-line
     imported functions it copies (is_copied_into_importers: like a C header's
     static inline functions, so that a kernel's loop can still inline and
@@ -853,7 +853,7 @@ def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module
     on the gate that links it: sites are module-local (NX_SITE), structs and
     globals are those of the closure, in its order."""
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
-    copied, imported, structs, paths, position = _unit_parts(program, module, own, closure)
+    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
     sites: list[Site] = []
     unmapping = unmapping_of(program, checked)
     options = dict(checked=checked, unbox_f32=unbox_f32, unmapping=unmapping, site_macro=True)
@@ -877,7 +877,7 @@ def emit_entry_c(program: Program, closure: list[ast.Module], site_bases: list[t
     and `site_bases` ((symbol, value) of every module object of the link)."""
     root = program.graph.root
     own = [program.entry] if program.entry is not None else []
-    copied, imported, structs, paths, position = _unit_parts(program, root, own, closure)
+    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
     sites: list[Site] = []
     unmapping = unmapping_of(program, checked)
     options = dict(checked=checked, unbox_f32=unbox_f32, unmapping=unmapping)
