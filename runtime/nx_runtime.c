@@ -183,15 +183,24 @@ NXRT_API void nxrt_stack_overflow(int site)
 }
 
 /* The live region holding [a, a + size), or NULL. */
+static int64_t nxrt_last_live;          /* index of the region find_live found last */
+
 static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
 {
-    int64_t lo = 0, hi = nxrt_nlive - 1, i;
+    int64_t lo = 0, hi = nxrt_nlive - 1, i = nxrt_last_live;
+    /* Misses often come in runs on one mapping (each site of a loop nest in
+       turn): first the region found last.  An index the table's shifts made
+       stale names another live region or none: still a valid test. */
+    if (i < nxrt_nlive && a - nxrt_live[i].base < nxrt_live[i].len && nxrt_live[i].len - (a - nxrt_live[i].base) >= size)
+        return &nxrt_live[i];
     while (lo <= hi) {                       /* last region with base <= a */
         int64_t mid = lo + (hi - lo) / 2;
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
-    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size)
+    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
+        nxrt_last_live = hi;
         return &nxrt_live[hi];
+    }
     for (i = nxrt_nbufs - 1; i >= 0; i--) {  /* API buffers may overlap: scan them */
         const nxrt_region *b = &nxrt_bufs[i];
         if (a - b->base < b->len && b->len - (a - b->base) >= size)
@@ -288,9 +297,11 @@ static uint64_t nxrt_new_id(void)
     return id;
 }
 
-__attribute__((noinline))
-NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site,
-                                       nxrt_global_cache *g)
+/* The site's new cache entry for an access at a (g: the site's entry in its
+   module's table); if the access is not valid, a trap (trap != 0) or the
+   entry (0, 0), which no address hits. */
+static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align, int site, int trap,
+                                              nxrt_global_cache *g)
 {
     nxrt_site_cache c;
     const nxrt_region *r;
@@ -300,8 +311,13 @@ NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t alig
         return c;
     }
     r = nxrt_find_live(a, size);
-    if (r == NULL || (a & (align - 1)) != 0)
-        nxrt_explain(a, size, align, site, "invalid memory access");
+    if (r == NULL || (a & (align - 1)) != 0) {
+        if (trap)
+            nxrt_explain(a, size, align, site, "invalid memory access");
+        c.base = 0;
+        c.span = 0;
+        return c;
+    }
     c.base = r->base;
     c.span = (r->base & (align - 1)) ? 0 : (r->len - size) / align + 1;
     g->base = c.base;
@@ -310,10 +326,25 @@ NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t alig
     return c;
 }
 
+NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
+{
+    return nxrt_chk_lookup(a, size, align, site, 1, g);
+}
+
+NXRT_API nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0, g);
+}
+
 #ifdef NXRT_ONE_FILE
 NXRT_API nxrt_site_cache nxrt_chk_slow_here(uintptr_t a, uint64_t size, uint64_t align, int site)
 {
-    return nxrt_chk_slow(a, size, align, site, &nxrt_sc[site]);
+    return nxrt_chk_lookup(a, size, align, site, 1, &nxrt_sc[site]);
+}
+
+NXRT_API nxrt_site_cache nxrt_chk_try_here(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0, &nxrt_sc[site]);
 }
 #endif
 

@@ -416,18 +416,28 @@ typedef struct { uintptr_t base; uint64_t span; uint64_t id; } nxrt_global_cache
    its own table, indexed by the site's local index). */
 static nxrt_global_cache nxrt_sc[NXRT_SITES] __attribute__((unused));
 
-/* The slow path: `g` is the site's entry in its module's table nxrt_sc. */
+/* The slow path: `g` is the site's entry in its module's table nxrt_sc.
+   nxrt_chk_try is the same lookup for the checks hoisted before a loop
+   (nxc/lower/hoist.py): an invalid access is not a fault there (the loop
+   then runs its checked copy, which stops at the exact iteration), only a
+   failed test (the entry (0, 0), which no address hits). */
 NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site,
                                                                 nxrt_global_cache *g);
+NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, int site,
+                                                               nxrt_global_cache *g);
 #ifdef NXRT_ONE_FILE
 /* One file, one table, visible to the slow path: the call passes one argument
    fewer (measured: 3% more instructions in a checked GQA call with the table
    passed, since the hot loops' calls then need one more register). */
 NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_slow_here(uintptr_t a, uint64_t size, uint64_t align,
                                                                      int site);
+NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a, uint64_t size, uint64_t align,
+                                                                    int site);
 #define NXRT_SLOW_CALL(a, size, align, site) nxrt_chk_slow_here((a), (size), (align), (site))
+#define NXRT_TRY_CALL(a, size, align, site) nxrt_chk_try_here((a), (size), (align), (site))
 #else
 #define NXRT_SLOW_CALL(a, size, align, site) nxrt_chk_slow((a), (size), (align), (site), &nxrt_sc[NXRT_SITE_LOCAL(site)])
+#define NXRT_TRY_CALL(a, size, align, site) nxrt_chk_try((a), (size), (align), (site), &nxrt_sc[NXRT_SITE_LOCAL(site)])
 #endif
 
 #define NXRT_LOG2(n) ((n) >= 8 ? 3u : (n) >= 4 ? 2u : (n) >= 2 ? 1u : 0u)
@@ -445,6 +455,54 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_slow_here(uintptr_t 
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
         (void *)nx_a; }))
+
+/* Hoisted checks (nxc/lower/hoist.py): each is true when a whole loop's
+   accesses of one place are valid, and never traps.  They use a cache pair
+   of their own, as NXRT_CHK does.
+   NXRT_TRY: one access to a T at `addr` is valid. */
+#define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
+        uintptr_t nx_a = (uintptr_t)(addr);                                                  \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));       \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+        }                                                                                     \
+        nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) < nx_cs##K; })
+
+/* The reach + 1 elements of a T from `first` all lie in the cached mapping,
+   aligned: position k of the first (rotr as in NXRT_CHK) and k + reach <
+   span.  Only for a T whose size is its alignment (a scalar or pointer), so
+   one position is one element; the emitter uses it for nothing else. */
+#define NXRT_SPAN1(T, first, n, K, SITE) __extension__({                                    \
+        uintptr_t nx_a = (uintptr_t)(first);                                                 \
+        uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
+        if (nx_k >= nx_cs##K) {                                                               \
+            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE)); \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+            nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \
+        }                                                                                     \
+        nx_k < nx_cs##K && (uint64_t)(n) < nx_cs##K - nx_k; })
+
+/* *reach = n1*s1 + n2*s2 (the last element's distance from the first, in
+   elements, over a loop nest), if no stride is negative and nothing overflows. */
+static inline int nxrt_reach(uint64_t *reach, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2)
+{
+    uint64_t a, b;
+    if (s1 < 0 || s2 < 0 || __builtin_mul_overflow(n1, (uint64_t)s1, &a) ||
+            __builtin_mul_overflow(n2, (uint64_t)s2, &b) || __builtin_add_overflow(a, b, reach))
+        return 0;
+    return 1;
+}
+
+/* [f, f + fsize) does not overlap the reach + 1 elements of `size` bytes
+   from first: a store there cannot change the pointer read at f.
+   Both were checked inside mappings first, so no sum wraps. */
+static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint64_t reach, uint64_t size)
+{
+    uint64_t end = first + (reach + 1u) * size;
+    return f + fsize <= first || end <= f;
+}
 
 /* In nx_runtime.c: the externs that take or give memory, checked (a site
    of -1 is the Python API), and what the Python API calls. */
