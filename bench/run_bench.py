@@ -367,6 +367,19 @@ def bench_checked(n, n_py, repeats):
                                   max(15, repeats), measured=True)
     row("checked", "gate nx_paged_kv_gate.nx main(), CPU time: checked C / unchecked C",
         f"{ms(c_chk)} / {ms(c_unc)}   checked/unchecked = {c_chk / c_unc:.3f}")
+    # A gate as nxc test builds it (issue 21: one object per module, the small
+    # straight-line helpers copied into importers, linked) against the same gate
+    # as one C file (GCC free to inline anything across modules), checked.
+    from nxc.backend.registry import backend_for
+    for name in ("nx_paged_kv_gate.nx", "nx_f32_attn_multi.nx", "nx_f32_gqa_attention.nx"):
+        prog = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
+        sep = backend_for("c").prepare(prog, purpose="gate").loaded
+        one = backend_for("c").prepare(prog, purpose="gate", emitted=emit_c(prog, checked=True)).loaded
+        t_sep, t_one = paired_medians([lambda: in_child(sep.run_main, time.thread_time),
+                                       lambda: in_child(one.run_main, time.thread_time)],
+                                      max(15, repeats), measured=True)
+        row("checked", f"gate {name} main(), CPU time: separately compiled / one file",
+            f"{ms(t_sep)} / {ms(t_one)}   ratio = {t_sep / t_one:.3f}")
 
 
 # ---------------------------------------------------------------- 3. builds

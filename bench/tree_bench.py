@@ -16,6 +16,11 @@ compilers included: os.wait4's rusage), the peak RSS of the largest process,
 and the cache folder's size on disk after the run. Every run must pass all
 its gates: a row of a run that failed is an error, not a figure.
 
+Then the yardstick of issue 21: the sum over modules (the tree's and the
+bundled ones they import) of one `cc -c` of that module's own C, as the
+gates' objects are compiled (nxc/backend/c/objects.py), CPU time of the
+compiler processes only.
+
 Wall time on a shared machine depends on the load; CPU time is the figure to
 compare between runs made at different times.
 """
@@ -59,7 +64,7 @@ def timed(cmd: list[str], env: dict) -> dict:
             "status": proc.returncode, "output": out}
 
 
-def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[dict]:
+def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick: bool = True) -> list[dict]:
     tree = os.path.join(out_dir, f"tree{n}-{graph}")
     cache = os.path.join(out_dir, f"cache{n}-{graph}")
     shutil.rmtree(tree, ignore_errors=True)
@@ -83,13 +88,58 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[d
         rows.append(r)
         print(f"{n:>4} {graph:<9} {step:<22} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
+    if yardstick:
+        rows.append(own_c_yardstick(tree, n, graph))
     return rows
+
+
+def own_c_yardstick(tree: str, n: int, graph: str) -> dict:
+    """CPU seconds of one `cc -c` of each module's own C (nxc's object flags)."""
+    import resource
+    import tempfile
+    sys.path.insert(0, ROOT)
+    from nxc.backend.c.build import compiler
+    from nxc.backend.c.closure import import_closure
+    from nxc.backend.c.emit import emit_module_c
+    from nxc.backend.c.objects import object_flags
+    from nxc.check.frontend import check_file
+    from nxc.diagnostics import Diagnostics
+    from nxc.paths import runtime_dir
+    done: set[str] = set()
+    cpu = 0.0
+    lines = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in sorted(os.listdir(tree)):
+            if not name.endswith(".nx"):
+                continue
+            program = check_file(os.path.join(tree, name), diags=Diagnostics())
+            for module in program.graph.modules:
+                if module.source.path in done:
+                    continue
+                done.add(module.source.path)
+                unit = emit_module_c(program, module, import_closure(program, module), checked=True)
+                c_file = os.path.join(tmp, f"m{len(done)}.c")
+                with open(c_file, "w", encoding="utf-8") as f:
+                    f.write(unit.text)
+                lines += unit.text.count("\n")
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
+                                "-o", c_file + ".o"], check=True)
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"{n:>4} {graph:<9} {'sum of cc -c per module':<22} cpu {cpu:7.1f} s  "
+          f"({len(done)} modules, {lines} lines of C)", flush=True)
+    return {"n": n, "graph": graph, "step": f"yardstick: one cc -c per module ({len(done)})", "wall": float("nan"),
+            "cpu": cpu, "rss_mb": float("nan"), "cache_mb": float("nan")}
 
 
 def markdown(rows: list[dict]) -> str:
     lines = ["| N | graph | run | wall | CPU | peak RSS | cache on disk |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
+        if r["wall"] != r["wall"]:          # the yardstick: compiler CPU only
+            lines.append(f"| {r['n']} | {r['graph']} | {r['step']} | | {r['cpu']:.1f} s | | |")
+            continue
         lines.append(f"| {r['n']} | {r['graph']} | {r['step']} | {r['wall']:.1f} s | {r['cpu']:.1f} s "
                      f"| {r['rss_mb']:.0f} MB | {r['cache_mb']:.1f} MB |")
     return "\n".join(lines)
@@ -104,11 +154,12 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--out", default=os.path.join("/tmp", "nxc-tree-bench"),
                     help="where trees and their cache folders go (default: /tmp/nxc-tree-bench)")
+    ap.add_argument("--no-yardstick", action="store_true", help="skip the sum of one cc -c per module")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for n in args.sizes:
-        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs)
+        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, not args.no_yardstick)
     print()
     print(markdown(rows))
     return 0

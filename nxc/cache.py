@@ -192,7 +192,7 @@ def discard(path: str) -> None:
 
 # The cache folder's parts: what each holds (see docs/build.md).
 CACHE_PARTS = {
-    "c": "built modules",
+    "c": "built modules (obj/: each module's object, for gates)",
     "parse": "parsed modules and the grammar's parse table",
     "results": "passing gate results (nxc test: PASS (cached))",
     "state": "last-failed items per project (nxc test --lf / --ff)",
@@ -204,7 +204,8 @@ def cache_info() -> dict:
     parts = {}
     for name in CACHE_PARTS:
         folder = os.path.join(cache_dir(), name)
-        files = [os.path.join(folder, f) for f in os.listdir(folder)] if os.path.isdir(folder) else []
+        # with subfolders: c/obj/ holds the separately compiled modules' objects
+        files = [os.path.join(d, f) for d, _, names in os.walk(folder) for f in names]
         files = [f for f in files if os.path.isfile(f)]
         parts[name] = (len(files), sum(os.path.getsize(f) for f in files))
     return {"path": cache_dir(), "parts": parts}

@@ -115,6 +115,9 @@ def build_parser() -> argparse.ArgumentParser:
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         if name == "emit-c":
             _add_unchecked(e)       # by default the checked C that nxc run builds
+            e.add_argument("--object", action="store_true",
+                           help="only FILE's own functions, as the object a gate links (docs/build.md); "
+                                "default: the whole program as one file")
         _add_include(e)
         _add_warn(e)
         _add_soft_f32(e)
@@ -239,7 +242,12 @@ def cmd_emit(args) -> int:
     except CompileError as exc:
         return _report_compile_error(exc)
     from nxc.backend.registry import backend_for
-    if args.command == "emit-c":
+    if args.command == "emit-c" and args.object:
+        from nxc.backend.c.closure import import_closure
+        from nxc.backend.c.emit import emit_module_c
+        root = program.graph.root
+        text = emit_module_c(program, root, import_closure(program, root), checked=not args.unchecked).text
+    elif args.command == "emit-c":
         text = backend_for("c", checked=not args.unchecked).emit(program).text
     else:
         text = backend_for("py").emit(program).text

@@ -17,6 +17,7 @@ import pytest
 
 from nxc import cache
 from nxc.backend.c import build as build_mod
+from nxc.backend.c import objects as objects_mod
 from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
@@ -167,8 +168,8 @@ def test_dev_null_cache_runs_with_one_warning(tmp_path):
 
 def test_unwritable_cache_degrades_to_a_temporary_folder(tmp_path, own_cache, monkeypatch, capsys):
     # As root a read-only folder is still writable; simulate what a read-only
-    # or full file system does to the first compile.
-    real = build_mod._compile
+    # or full file system does to the first compile (a gate's first object).
+    real = objects_mod._compile_object
     calls = []
 
     def failing_once(*args):
@@ -177,7 +178,7 @@ def test_unwritable_cache_degrades_to_a_temporary_folder(tmp_path, own_cache, mo
             raise OSError(30, "Read-only file system")
         return real(*args)
 
-    monkeypatch.setattr(build_mod, "_compile", failing_once)
+    monkeypatch.setattr(objects_mod, "_compile_object", failing_once)
     monkeypatch.setattr(cache, "_fallback", None)
     program = _program(tmp_path, "t.nx", 0)
     assert _run_c(program).status == "PASS"

@@ -1,11 +1,13 @@
 """Which gates of a tree are rebuilt after each kind of edit (bench/gen_tree.py trees).
 
-The build key of a gate is its module's C, which holds the module's whole
-import closure: so after an edit of one module exactly the gates whose
-closure holds it are compiled again, every other gate is a cache hit, and
-every gate still passes. (Per-module objects and check summaries, which
-would make a body edit rebuild only the edited module's object, are not
-built yet: see docs/performance.md.)
+Each module is compiled once to its own object (nxc/backend/c/objects.py),
+keyed by its source and the interfaces of its import closure; a gate links
+its closure's objects. So after an edit of one module exactly the gates
+whose closure holds it are built again (relinked), every other gate is a
+cache hit, and every gate still passes; and which objects are compiled
+again depends on the kind of edit: a body edit recompiles the edited module
+only, an interface edit the edited module and every module importing it.
+(Per-module check summaries are issue 21 part B: see docs/performance.md.)
 """
 from __future__ import annotations
 
@@ -35,14 +37,20 @@ def _closures(tree: str) -> dict[str, set[str]]:
     return closure
 
 
-def _run(tree: str, cache: str) -> dict[str, bool]:
-    """nxc test over the tree: module -> whether its build (or result) came from the cache."""
+def _run(tree: str, cache: str, objects: dict | None = None) -> dict[str, bool]:
+    """nxc test over the tree: module -> whether its build (or result) came from the cache.
+    `objects`, if given, gets "recompiled" (the modules whose objects were
+    compiled, by any gate) and "relinked" (the gates whose library was linked)."""
     proc = subprocess.run([sys.executable, "-m", "nxc", "test", tree, "--json", "-j", "2"],
                           capture_output=True, text=True, env=dict(os.environ, NXC_CACHE_DIR=cache))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     results = [r for r in (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))
                if r.get("event") == "result"]
     assert results and all(r["passed"] for r in results)
+    name = lambda path: os.path.basename(path).split(".nx")[0].split("::")[0]     # noqa: E731
+    if objects is not None:
+        objects["recompiled"] = [name(p) for r in results for p in r["recompiled"]]
+        objects["relinked"] = {name(r["id"]) for r in results if r["relinked"]}
     # reused: the build came from the cache, or the whole result did (PASS (cached))
     return {os.path.basename(r["id"]).split(".nx")[0].split("::")[0]: bool(r["build_cached"] or r.get("cached"))
             for r in results}
@@ -63,8 +71,13 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
     modules = set(closures)
     assert len(modules) == 6
 
-    cold = _run(tree, cache)
+    built: dict = {}
+    cold = _run(tree, cache, built)
     assert set(cold) == modules and not any(cold.values())          # cold: every gate compiled
+    # each module's object (the tree's and the bundled float32 modules they import) compiled exactly
+    # once, whichever gates link it (-j 2: a worker that needs an object being built waits for it)
+    assert len(built["recompiled"]) == len(set(built["recompiled"]))
+    assert set(built["recompiled"]) & modules == modules and built["relinked"] == modules
 
     warm = _run(tree, cache)
     assert all(warm.values())                                        # no change: nothing compiled
@@ -72,9 +85,15 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
     for kind, edited in (("body", "t0000"), ("interface", "t0002")):
         subprocess.run([sys.executable, GEN, "--edit", kind, os.path.join(tree, edited + ".nx")],
                        check=True, capture_output=True)
-        after = _run(tree, cache)
+        built = {}
+        after = _run(tree, cache, built)
         rebuilt = {m for m, cached in after.items() if not cached}
         importers = {m for m in modules if edited in closures[m]}
         assert rebuilt == importers, (kind, edited)
         assert edited in rebuilt
+        assert built["relinked"] == importers, (kind, edited)       # every importer linked again ...
+        if kind == "body":                                          # ... from the one object compiled again
+            assert built["recompiled"] == [edited], built
+        else:                                                       # an interface: every importer's object too
+            assert sorted(built["recompiled"]) == sorted(importers), built
     assert after["t0000"] and after["t0001"]    # earlier than t0002, so never importing it: cache hits

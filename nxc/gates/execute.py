@@ -13,7 +13,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from nxc.diagnostics import ToolError
+from nxc.diagnostics import ToolError, display_path
 from nxc.gates import report
 from nxc.gates.collect import Item, Unit
 from nxc.gates.protocol import Status
@@ -62,6 +62,11 @@ class Result:
     output: str = ""                # the gate's stdout and stderr (captured, never mixed into ours; JUnit <system-out>)
     covers: int = 1                 # items this result stands for: a compile error counts once per module
     modules: list = field(default_factory=list)     # absolute paths of the modules compiled (for --watch)
+    # C backend: the modules whose objects this build compiled (as the user
+    # would type them), and whether the gate's library was linked (None: not
+    # a separately compiled build, or nothing built: a cached result).
+    recompiled: list = field(default_factory=list)
+    relinked: bool | None = None
 
     @property
     def passed(self) -> bool:
@@ -200,6 +205,8 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
                for f in outcome.stack]
     r.run_seconds = outcome.seconds
     r.build_cached = outcome.build_cached
+    r.recompiled = [display_path(p) for p in outcome.recompiled]
+    r.relinked = outcome.relinked
     r.build_seconds = outcome.build_seconds + emit_seconds
     r.status = outcome.status
     r.value = outcome.value
@@ -254,6 +261,8 @@ def compile_library(program, backend: str, options: Options, r: Result) -> None:
     prepared = backend_for(backend).prepare(program, purpose="gate", opt=options.opt,
                                             use_cache=options.use_cache, load=False, emitted=emitted)
     r.build_cached = prepared.build_cached
+    r.recompiled = [display_path(p) for p in getattr(prepared.built, "recompiled", ())]
+    r.relinked = getattr(prepared.built, "relinked", None)
     if prepared.build_cached is None:       # nothing cached: generating is the build
         r.build_seconds += prepared.emit_seconds + prepared.build_seconds
     else:

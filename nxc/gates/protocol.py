@@ -80,6 +80,10 @@ class Outcome:
     detail: str = ""
     gate_return: object = field(default=None, compare=False)
     output: str = ""                    # what the gate wrote to stdout/stderr, when captured (nxc test)
+    # C backend, separately compiled gate: the modules whose objects this
+    # build compiled, and whether it linked the library (False: a cached link).
+    recompiled: tuple = ()
+    relinked: bool | None = None
 
     @property
     def passed(self) -> bool:

@@ -167,6 +167,9 @@ class Reporter:
         if self.verbosity > 0:
             build = ("" if r.build_cached is None else
                      f", build {'cached' if r.build_cached else 'compiled'} {r.build_seconds:.2f}s")
+            if r.relinked:          # a separately compiled gate: linked now, from objects compiled or cached
+                n = len(r.recompiled)
+                build += f" (linked; {n} module object{'s' if n != 1 else ''} compiled)"
             line += f"\n{' ' * (2 * self.width + 4)}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
         self.say(line)
 

@@ -62,6 +62,8 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
                                emit_seconds=prepared.emit_seconds,
                                build_seconds=getattr(built, "seconds", prepared.build_seconds),
                                build_cached=prepared.build_cached, output=ended.output,
+                               recompiled=tuple(getattr(built, "recompiled", ())),
+                               relinked=getattr(built, "relinked", None),
                                checked=getattr(prepared.emitted, "checked", None) if backend == "c" else None)
 
 

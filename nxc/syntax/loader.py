@@ -29,6 +29,9 @@ class ModuleGraph:
     # For each module path: the chain of imports that first reached it,
     # as (importing module path, import position) pairs; empty for the root.
     chains: dict[str, list[Pos]] = field(default_factory=dict)
+    # For each module path: the paths its imports resolved to, in import order
+    # (the C backend compiles each module against its own import closure).
+    imports: dict[str, list[str]] = field(default_factory=dict)
 
 
 def search_path(include: list[str] | None = None) -> list[str]:
@@ -187,6 +190,7 @@ def load_program(path: str, include: list[str] | None = None,
     by_path: dict[str, ast.Module] = {}
     order: list[ast.Module] = []
     chains: dict[str, list[Pos]] = {root_path: []}
+    edges: dict[str, list[str]] = {}
 
     # Depth first, each module after its imports, with an explicit stack: a
     # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
@@ -227,6 +231,8 @@ def load_program(path: str, include: list[str] | None = None,
                 d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {src.display}' lists what it uses from "
                                                       f"\"{imp.path}\", with signatures, and writes a stub"))
                 continue
+            if found not in edges.setdefault(real, []):
+                edges[real].append(found)
             if found not in chains:
                 chains[found] = chain + [imp.pos]
             if found not in by_path and found not in failed:
@@ -237,7 +243,7 @@ def load_program(path: str, include: list[str] | None = None,
             stack.pop()
 
     diags.raise_if_errors()
-    return ModuleGraph(by_path[root_path], order, chains)
+    return ModuleGraph(by_path[root_path], order, chains, edges)
 
 
 def _add_chain_notes(d, chain: list[Pos]) -> None:

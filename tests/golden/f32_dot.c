@@ -15,7 +15,10 @@
 /* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
 #define NXRT_CHECKED 1
 #define NXRT_SITES 17
+#define NXRT_ONE_FILE 1
 #include "nx_runtime.h"
+/* One file: the runtime's state and out-of-line functions are in it too. */
+#include "nx_runtime.c"
 
 /* A bool in memory is a byte, and any nonzero byte reads as true
  * (docs/language.md): a _Bool object holding 2 (written through a *u8) is
@@ -25,30 +28,14 @@ static inline _Bool nx_load_bool(const void *p)
     return *(const unsigned char *)p != 0;
 }
 
-/* ---- run-time errors ----
- * A trap (division by zero) records where it happened and unwinds to the
- * exported entry point that was called, which reports it to Python. Outside
- * any entry point it prints and aborts. */
-static jmp_buf *nx_trap_env;
-static int nx_trap_at = -1;
-static const char *nx_trap_what = "";
+/* ---- the gate's report ----
+ * The return that fired, the values of the operands of the `if` guarding it
+ * (slot order is in EmittedC.captures), and which slots the evaluation of
+ * that condition reached (&& and || short-circuit). Traps (nx_trap) are the
+ * runtime's: nx_runtime.c. */
 static int64_t nx_gate_site = -1;
-/* The gate's failure report: values of the operands of the `if` guarding the
- * return that fired (slot order is in EmittedC.captures), and which slots the
- * evaluation of that condition reached (&& and || short-circuit). */
 static int64_t nx_gate_captured[16];
 static uint32_t nx_gate_cap_mask;
-
-__attribute__((noreturn, cold, noinline))
-static void nx_trap(int site, const char *what)
-{
-    nx_trap_at = site;
-    nx_trap_what = what;
-    if (nx_trap_env)
-        longjmp(*nx_trap_env, 1);
-    fprintf(stderr, "nx runtime error: %s (site %d)\n", what, site);
-    abort();
-}
 
 /* ---- integer division: trap on zero; MIN / -1 wraps, MIN % -1 is 0 ---- */
 static inline int8_t nx_div_i8(int8_t a, int8_t b, int site)
@@ -246,9 +233,9 @@ static int64_t nxf_main(void)
 
 #define NX_STACK_RESET() nxrt_stack_reset()
 
-/* Exported for cffi's dlopen (ABI mode) as well as its API-mode wrappers. */
-#define NX_EXPORT __attribute__((visibility("default")))
-
+/* NX_EXPORT (nx_runtime.h): exported for cffi's dlopen (ABI mode) as well as
+ * its API-mode wrappers; the runtime's own entry points (faults, the shadow
+ * stack) are in nx_runtime.c. */
 NX_EXPORT int nxc_run_main(int64_t *result)
 {
     NX_GUARDED(*result = nxf_main());
@@ -259,18 +246,6 @@ NX_EXPORT int64_t nxc_gate_captured(int slot)
     return (slot >= 0 && slot < 16) ? nx_gate_captured[slot] : 0;
 }
 NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
-NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
-/* Checked mode: the last fault, the shadow stack, the Python API's buffers. */
-NX_EXPORT int nxc_checked(void) { return 1; }
-NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
-NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
-NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
-NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
-NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
-NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }
-NX_EXPORT void nxc_buf_clear(void) { nxrt_buf_clear(); }
-NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { return nxrt_probe((uintptr_t)p, size, align); }
-NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 NX_EXPORT int nxw_dot(void * a0, void * a1, int64_t a2, int64_t *out)
 {
     NX_GUARDED(*out = (int64_t)nxf_dot((int64_t *)a0, (int64_t *)a1, (int64_t)a2));

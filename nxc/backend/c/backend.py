@@ -1,8 +1,11 @@
 """The C backend object: emit C, compile it through cffi (cached), load it, run it.
 
 Gates build in cffi's ABI mode (a plain shared library opened with
-`ffi.dlopen`: the shortest compile), the Python API in API mode (a real
-extension module: the fastest calls); nxc/backend/c/build.py says why.
+`ffi.dlopen`), linked from one cached object per module
+(nxc/backend/c/objects.py: each module compiled once, whichever gates
+import it); the Python API builds the whole program as one file in API mode
+(a real extension module: the fastest calls, and GCC inlines across
+modules); nxc/backend/c/build.py says why.
 A run-time error in nx code makes the generated C return a non-zero
 status and record which site trapped; the site's position comes from the
 emitter's table.
@@ -22,7 +25,10 @@ from nxc.backend import base
 from nxc.backend.base import NxRuntimeError
 from nxc.backend.c import build as c_build
 from nxc.backend.c import faults
-from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type, emit_c
+from nxc.backend.c import objects
+from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type
+from nxc.backend.c.objects import LinkedC
+from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
 
 
@@ -33,25 +39,42 @@ class CBackend(base.Backend):
         self.checked = checked
 
     def emit(self, program):
-        return emit_c(program, checked=self.checked)
+        # Nothing is emitted yet: a gate build emits only the modules whose
+        # objects are not cached (nxc/backend/c/objects.py), the Python API
+        # the whole program as one file (LinkedC.whole).
+        return LinkedC(program, checked=self.checked)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
-        # Nothing exported that nobody calls: a gate needs its entry points
-        # only. The Python API (nxc/api.py) can call every function of the
-        # import closure (a bench driver calls its imports' constructors), so
-        # an API build keeps them all: one build per nxc.load, not per gate.
+        if isinstance(emitted, LinkedC):
+            if purpose == "gate":
+                return objects.build_gate(emitted, opt=opt, use_cache=use_cache)
+            emitted = emitted.whole()
+        # A single file (the Python API; a test's own EmittedC). Nothing exported
+        # that nobody calls: a gate needs its entry points only. The Python API
+        # (nxc/api.py) can call every function of the import closure (a bench
+        # driver calls its imports' constructors), so an API build keeps them
+        # all. The API stays one file: GCC then inlines any kernel's helpers
+        # across modules, as the GQA and paged figures need.
         selected = emitted.only(() if purpose == "gate" else emitted.wrappers)
         return c_build.build(selected, opt=opt, use_cache=use_cache, abi=purpose == "gate")
 
     def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
-        # The build cache's own key: C text, runtime header, compiler, flags, versions.
+        # The build cache's own key: for a gate, the link's (its objects' keys,
+        # which cover sources, interfaces, compiler, flags, versions, runtime).
+        if isinstance(emitted, LinkedC):
+            if purpose == "gate":
+                return "c-link-" + emitted.plan(opt)[3]
+            emitted = emitted.whole()
         return "c-" + c_build.cache_key(emitted, opt, "abi" if purpose == "gate" else "api")
 
     def load(self, program, emitted, built) -> "CLoaded":
+        if isinstance(emitted, LinkedC) and not isinstance(built, objects.Linked):
+            emitted = emitted.whole()           # built from the single file: its sites
         return CLoaded(program, emitted, built)
 
     def warm_up(self) -> None:
         c_build.warm_up()
+        objects.toolchain_digest()
 
 
 class CLoaded(base.Loaded):
@@ -103,7 +126,7 @@ class CLoaded(base.Loaded):
             return base.no_gate(self.name)
         if status == 1:
             message, k, stack = self._fault()
-            s = self.emitted.sites[k] if 0 <= k < len(self.emitted.sites) else None
+            s = site_at(self.emitted.sites, k)
             if s is None:
                 return base.trapped(self.program, None, 0, 0, "", self.name, message=message, stack=stack)
             return base.trapped(self.program, s.path, s.line, s.col, s.what, self.name, message=message,

@@ -2,10 +2,12 @@
 
 Two ways, both through cffi, chosen by what the build is for (measured in
 bench/run_bench.py, section 3b):
-- gates (`nxc run`, `nxc test`): ABI mode. The generated C is compiled as it
-  is into a shared library and opened with `ffi.dlopen` on a six-line cdef.
-  No Python.h, no per-function wrappers: the compile is about half as long,
-  and loading costs a couple of milliseconds.
+- gates (`nxc run`, `nxc test`): ABI mode. A shared library opened with
+  `ffi.dlopen` on a six-line cdef. No Python.h, no per-function wrappers:
+  the compile is about half as long, and loading costs a couple of
+  milliseconds. Gates are linked from one object per module
+  (nxc/backend/c/objects.py); `build` here compiles one C file (the Python
+  API's program, or a test's own EmittedC).
 - the Python API (`nxc.load`): API mode. cffi writes the Python-facing
   wrapper C (`ffi.emit_c_code`) and the compiler is called directly on it
   (going through setuptools cost several hundred milliseconds per build);
@@ -211,8 +213,12 @@ def host_cpu() -> str:
 
 @lru_cache(maxsize=1)
 def _runtime_header_text() -> str:
-    with open(os.path.join(runtime_dir(), "nx_runtime.h"), encoding="utf-8") as f:
-        return f.read()
+    """The runtime's text: the header and nx_runtime.c, which a single-file build includes."""
+    parts = []
+    for name in ("nx_runtime.h", "nx_runtime.c"):
+        with open(os.path.join(runtime_dir(), name), encoding="utf-8") as f:
+            parts.append(f.read())
+    return "\0".join(parts)
 
 
 # Built modules kept in the cache folder; past it the least recently used go

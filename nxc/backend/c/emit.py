@@ -19,7 +19,9 @@ called `exp`, `free`, `int` or `main` never collides with C or libc.
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import weakref
 from dataclasses import dataclass, field
 
 
@@ -143,8 +145,12 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
                  checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset(),
-                 silent: frozenset = frozenset()):
+                 silent: frozenset = frozenset(), site_macro: bool = False):
         super().__init__(program, fn, gate)
+        # A module's own object numbers its sites from 0 and writes them as
+        # NX_SITE(k), its ordinal in the link added (module.c.j2); a
+        # single-file build writes the number itself.
+        self.site_macro = site_macro
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through NXRT_CHK, every call and loop head keeps the shadow
         # stack (runtime/nx_runtime.h). All of it is written by the helpers in
@@ -175,7 +181,7 @@ class FunctionEmitter(FunctionEmitterBase):
         # silent function (nxc/lower/effects.py: no fault, no loop possible in
         # it) stores no site either.
         self.silent = silent
-        self.loud = {f.decl.name for f in program.functions} - silent
+        self.loud = own_function_names(program) - silent
         self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
@@ -199,9 +205,11 @@ class FunctionEmitter(FunctionEmitterBase):
     def temp(self, t: Type) -> str:
         return self.new_temp(c_type(t))
 
-    def site(self, pos, what: str, kind: str = "div") -> int:
+    def site(self, pos, what: str, kind: str = "div") -> str:
+        """A new site at `pos`: the C expression of its id."""
         self.sites.append(Site(pos.file.path, pos.line, pos.col, what, kind, self.fn.decl.name))
-        return len(self.sites) - 1
+        k = len(self.sites) - 1
+        return f"NX_SITE({k})" if self.site_macro else str(k)
 
     # ---- statements ----
     def body(self) -> list[str]:
@@ -666,7 +674,7 @@ class FunctionEmitter(FunctionEmitterBase):
         if sym.kind == "extern":
             if sym.name in CHECKED_EXTERNS:
                 what = sym.name[4:]
-                call = f"nxrt_chk_{sym.name}({', '.join(args + [str(self.site(e.pos, what, what))])})"
+                call = f"nxrt_chk_{sym.name}({', '.join(args + [self.site(e.pos, what, what)])})"
             else:
                 call = f"{func_c_name(sym)}({', '.join(args)})"
             parts = pres
@@ -730,13 +738,80 @@ def is_straight_line(fn: Function) -> bool:
             and all(isinstance(s, (ast.VarDecl, ast.Assign, ast.ExprStmt)) for s in stmts[:-1]))
 
 
-def signature(fn: Function) -> str:
+_UNMAPPING: "weakref.WeakKeyDictionary[Program, Effects]" = weakref.WeakKeyDictionary()
+_OWN: "weakref.WeakKeyDictionary[Program, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def own_function_names(program: Program) -> frozenset:
+    """The names of the program's functions with a body, once per program (a
+    module's object is emitted function by function, each asking)."""
+    found = _OWN.get(program)
+    if found is None:
+        found = _OWN[program] = frozenset(fn.decl.name for fn in program.functions)
+    return found
+
+
+@dataclass(frozen=True)
+class Effects:
+    """The whole-program analyses the checked emitter reads about callees
+    (nxc/lower/may_unmap.py, effects.py): which functions may end a mapping,
+    touch no memory, are silent (no fault, no loop). Empty when unchecked."""
+    may_unmap: frozenset = frozenset()
+    memory_free: frozenset = frozenset()
+    silent: frozenset = frozenset()
+
+
+def effects_of(program: Program, checked: bool) -> Effects:
+    """The program's Effects, computed once per program (every unit of a gate asks)."""
+    if not checked:
+        return Effects()
+    found = _UNMAPPING.get(program)
+    if found is None:
+        found = _UNMAPPING[program] = Effects(frozenset(may_unmap(program)), frozenset(memory_free(program)),
+                                              frozenset(silent(program)))
+    return found
+
+
+# The largest straight-line function importers copy (nx_f32_exp_lanes has 29 statements).
+COPY_MAX_STATEMENTS = 32
+
+
+def is_copied_into_importers(fn: Function, program: Program) -> bool:
+    """Whether importers get a `static inline` copy of `fn` (like a function in a
+    C header), besides the definition in its own module's object: the small
+    straight-line arithmetic helpers (float32 bit helpers, exp lanes) that a
+    kernel's loop must inline to vectorize. A function that maps memory or does
+    I/O (calls a sys_* extern) is never copied: no loop needs it inline, and a
+    copy would make every importer depend on its body."""
+    memo = _COPIED.get(program)
+    if memo is None:
+        memo = _COPIED[program] = {}
+    found = memo.get(fn.decl.name)
+    if found is None:
+        found = memo[fn.decl.name] = (
+            is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
+            and not any(name.startswith("sys_") for name in calls_in(fn.decl.body, program.info.sym)))
+    return found
+
+
+_COPIED: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+
+
+def signature(fn: Function, linkage: str = "static") -> str:
+    """The C declarator of `fn`. linkage "static": a single-file build, or a
+    copy in an importer; "module": defined in its module's object for the
+    other objects of the link (hidden: -fvisibility=hidden); "extern": the
+    prototype an importer calls it through."""
     params = ", ".join(f"{c_type(p.type)} l_{p.unique}" for p in fn.params) or "void"
+    if linkage == "extern":
+        return f"{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
     # A straight-line function (nx_f32_exp_lanes, the bit helpers) is `inline`: a loop that
     # calls it can only be vectorized once it is inlined, and GCC's -O2 inliner leaves such a
-    # call out of line ("call is cold") without the hint.
+    # call out of line ("call is cold") without the hint. In a module's object the definition
+    # stays external (C11 6.7.4: a file-scope declaration without `inline` precedes it).
     inline = "inline " if is_straight_line(fn) else ""
-    return f"static {inline}{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
+    storage = "static " if linkage == "static" else ""
+    return f"{storage}{inline}{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
 
 
 # The entry points a gate run needs (loaded with cffi's dlopen: see build_c),
@@ -752,9 +827,49 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
 FAULT_INFO_WORDS = 10
 
 
+_INT_TYPES = [("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
+              ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
+              ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
+              ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)]
+
+
+def _function_entry(program: Program, fn: Function, sites: list[Site], *, checked: bool, unbox_f32: bool,
+                    linkage: str = "static", site_macro: bool = False) -> dict:
+    """The template's record of one function: its declarator, prototype and body."""
+    fx = effects_of(program, checked)
+    body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
+                           checked=checked, may_unmap=fx.may_unmap, memory_free=fx.memory_free, silent=fx.silent,
+                           site_macro=site_macro).body()
+    sig = signature(fn, linkage)
+    return {"signature": sig, "prototype": signature(fn, "extern") if linkage == "module" else sig,
+            "body": body, "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)}
+
+
+def _struct_entry(st) -> dict:
+    return {"name": st.name, "size": st.size, "fields": [(c_type(f.type), f.name, f.offset) for f in st.fields]}
+
+
+def _global_entry(sym, value: int, storage: str = "static ") -> dict:
+    return {"type": c_type(sym.type), "name": sym.name, "storage": storage,
+            "init": c_int_literal(value, sym.type) if not isinstance(sym.type, PointerType) else "0"}
+
+
+def _render(program: Program, *, unit: str, about: str, functions: list, sites: list, checked: bool,
+            structs: list, globals_: list, extern_globals: list = (), imported: list = (),
+            site_base: str | None = None, site_bases: list = ()) -> str:
+    return template("module.c.j2").render(
+        version=__version__, root=comment_text(os.path.basename(about)), unit=unit, structs=structs,
+        globals=globals_, extern_globals=extern_globals, imported=imported, functions=functions,
+        has_entry=program.entry is not None, site_base=site_base, site_bases=site_bases,
+        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
+        int_types=_INT_TYPES)
+
+
 @deep    # deeply nested programs recurse deeply (nxc/deep.py)
 def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> EmittedC:
-    """unbox_f32=False writes every float32 primitive as a runtime call on bits
+    """The whole program as one C file (nxc emit-c, the Python API).
+
+    unbox_f32=False writes every float32 primitive as a runtime call on bits
     (the plain path the unboxed code must agree with, bit for bit).
     `text` has every function's wrapper; `only(names)` keeps the ones a build
     needs (a gate build needs none).
@@ -762,22 +877,10 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     (runtime/nx_runtime.h, NXRT_CHECKED)."""
     sites: list[Site] = []
     captures = dict(plan_program(program).captures)
-    functions = []
-    unmapping = frozenset(may_unmap(program)) if checked else frozenset()
-    touch_nothing = frozenset(memory_free(program)) if checked else frozenset()
-    quiet = frozenset(silent(program)) if checked else frozenset()
-    for fn in program.functions:
-        body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
-                               checked=checked, may_unmap=unmapping, memory_free=touch_nothing,
-                               silent=quiet).body()
-        functions.append({"signature": signature(fn), "body": body,
-                          "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
-    structs = [{"name": st.name, "size": st.size,
-                "fields": [(c_type(f.type), f.name, f.offset) for f in st.fields]}
-               for st in program.structs]
-    globals_ = [{"type": c_type(sym.type), "name": sym.name,
-                 "init": c_int_literal(value, sym.type) if not isinstance(sym.type, PointerType) else "0"}
-                for sym, value in program.globals]
+    functions = [_function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32)
+                 for fn in program.functions]
+    structs = [_struct_entry(st) for st in program.structs]
+    globals_ = [_global_entry(sym, value) for sym, value in program.globals]
     exports = []
     for fn in program.functions:
         if fn is program.entry:
@@ -807,16 +910,162 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
             params.append(f"{c_abi_type(ftype.ret)} *out")
         exports.append({"name": sym.name, "params": ", ".join(params) or "void", "call": call,
                         "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
-    root = program.graph.root.source.path
-    core = template("module.c.j2").render(
-        version=__version__, root=comment_text(os.path.basename(root)), structs=structs, globals=globals_,
-        functions=functions, has_entry=program.entry is not None,
-        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
-        int_types=[("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
-                   ("i32", "int32_t", "uint32_t", 32, True), ("i64", "int64_t", "uint64_t", 64, True),
-                   ("u8", "uint8_t", "uint8_t", 8, False), ("u16", "uint16_t", "uint16_t", 16, False),
-                   ("u32", "uint32_t", "uint32_t", 32, False), ("u64", "uint64_t", "uint64_t", 64, False)])
+    core = _render(program, unit="whole", about=program.graph.root.source.path, functions=functions, sites=sites,
+                   checked=checked, structs=structs, globals_=globals_)
     exported = [fn for fn in program.functions if fn is not program.entry]
     bare = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, checked, core,
                     {x["name"]: x for x in exports})
     return bare.only(bare.wrappers)
+
+
+# ---- separate compilation: one C file per module, and a gate's entry ----
+@dataclass
+class UnitC:
+    """One translation unit of a separately compiled gate: its C text and its
+    sites, numbered from 0 (a module's; its ordinal in the link is added at
+    run time) or the entry's (ordinal 0)."""
+    text: str
+    sites: list[Site]
+
+
+def site_base_symbol(module: ast.Module) -> str:
+    """The C name of a module's site base, unique per module path."""
+    path = module.source.path
+    stem = "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])[:40]
+    return f"nxm_sb_{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module]):
+    """What a unit holding `own` declares around it: the small straight-line
+    imported functions it copies (is_copied_into_importers: like a C header's
+    static inline functions, so that a kernel's loop can still inline and
+    vectorize them), the prototypes of the
+    other imported functions it calls, and the structs and globals of its
+    import closure (dependencies first)."""
+    by_name = {fn.decl.name: fn for fn in program.functions}
+    sym = program.info.sym
+    own_names = {fn.decl.name for fn in own}
+    copies: dict[str, Function] = {}
+    called: set[str] = set()
+    todo = list(own)
+    while todo:
+        fn = todo.pop()
+        for name in calls_in(fn.decl.body, sym):
+            callee = by_name.get(name)
+            if callee is None or name in own_names or name in copies:
+                continue
+            if is_copied_into_importers(callee, program):
+                copies[name] = callee
+                todo.append(callee)
+            else:
+                called.add(name)
+    order = {m.source.path: k for k, m in enumerate(closure)}
+    position = lambda pos: (order.get(pos.file.path, len(order)), pos.line, pos.col)   # noqa: E731
+    copied = sorted(copies.values(), key=lambda fn: position(fn.decl.pos))
+    imported = [signature(by_name[n], "extern") for n in sorted(called)]
+    paths = set(order)
+    structs = _in_dependency_order([st for st in program.structs if st.pos is not None and st.pos.file.path in paths],
+                                   position)
+    return copied, imported, structs, paths, position
+
+
+def _in_dependency_order(structs: list, position) -> list:
+    """`structs` in declaration order, each after the structs it embeds by value."""
+    done: set[int] = set()
+    out = []
+
+    def visit(st):
+        if id(st) in done:
+            return
+        done.add(id(st))
+        for f in st.fields:
+            if isinstance(f.type, StructType):
+                visit(f.type)
+        out.append(st)
+    for st in sorted(structs, key=lambda st: position(st.pos)):
+        visit(st)
+    return out
+
+
+@deep
+def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module], *, checked: bool = False,
+                  unbox_f32: bool = True) -> UnitC:
+    """The C file of one module's own functions (its gate excluded: that is the
+    entry's), for an object that every gate importing the module links.
+
+    `closure`: the module's import closure, dependencies first (nxc/backend/c/
+    closure.py). The text depends only on the module and that closure, never
+    on the gate that links it: sites are module-local (NX_SITE), structs and
+    globals are those of the closure, in its order."""
+    own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
+    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
+    sites: list[Site] = []
+    options = dict(checked=checked, unbox_f32=unbox_f32, site_macro=True)
+    functions = ([_function_entry(program, fn, sites, **options) for fn in copied]
+                 + [_function_entry(program, fn, sites, linkage="module", **options) for fn in own])
+    mine = [(sym, value) for sym, value in program.globals if sym.module is module]
+    others = sorted(((sym, value) for sym, value in program.globals
+                     if sym.module is not module and sym.pos.file.path in paths), key=lambda g: position(g[0].pos))
+    text = _render(program, unit="module", about=module.source.path, functions=functions, sites=sites,
+                   checked=checked, structs=[_struct_entry(st) for st in structs],
+                   globals_=[_global_entry(sym, value, "") for sym, value in mine],
+                   extern_globals=[_global_entry(sym, value, "") for sym, value in others],
+                   imported=imported, site_base=site_base_symbol(module))
+    return UnitC(text, sites)
+
+
+@deep
+def emit_entry_c(program: Program, closure: list[ast.Module], site_bases: list[tuple[str, int]], *,
+                 checked: bool = False, unbox_f32: bool = True) -> UnitC:
+    """A gate's entry: the root's main (if any), the entry points cffi opens,
+    and `site_bases` ((symbol, value) of every module object of the link)."""
+    root = program.graph.root
+    own = [program.entry] if program.entry is not None else []
+    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
+    sites: list[Site] = []
+    options = dict(checked=checked, unbox_f32=unbox_f32)
+    functions = [_function_entry(program, fn, sites, **options) for fn in copied + own]
+    others = sorted(program.globals, key=lambda g: position(g[0].pos))
+    text = _render(program, unit="entry", about=root.source.path, functions=functions, sites=sites,
+                   checked=checked, structs=[_struct_entry(st) for st in structs], globals_=[],
+                   extern_globals=[_global_entry(sym, value, "") for sym, value in others],
+                   imported=imported, site_bases=site_bases)
+    return UnitC(text, sites)
+
+
+def interface_text(program: Program, module: ast.Module, *, checked: bool = False, unbox_f32: bool = True) -> str:
+    """What the C of a module that imports `module` can depend on, as text:
+    its functions' signatures and their effects (whether a call may end a
+    mapping, touches memory, can fail or spin: the checked code of a caller
+    forgets its caches, hoists checks, keeps a frame by them), the C of the
+    small straight-line functions importers copy (is_copied_into_importers,
+    with their sites' positions), its structs' layouts, its globals, consts
+    and externs. A body edit of any other function leaves it unchanged, so
+    importers are not recompiled.
+    (The per-module check summaries of issue 21 part B are to replace it.)"""
+    fx = effects_of(program, checked)
+    parts = []
+    for fn in program.functions:
+        if fn.module is not module or fn is program.entry:
+            continue
+        name = fn.decl.name
+        parts.append(f"fn {signature(fn, 'extern')} unmaps={name in fx.may_unmap} "
+                     f"memory_free={name in fx.memory_free} silent={name in fx.silent}")
+        if is_copied_into_importers(fn, program):
+            sites: list[Site] = []
+            entry = _function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, site_macro=True)
+            parts.append(f"body {entry['line']} {entry['path']}\n" + "\n".join(entry["body"]) + "\n"
+                         + repr([(s.path, s.line, s.col, s.what, s.kind, s.function) for s in sites]))
+    for st in program.structs:
+        if st.pos is not None and st.pos.file.path == module.source.path:
+            parts.append(f"struct {st.name} {st.size} {[(c_type(f.type), f.name, f.offset) for f in st.fields]}")
+    for sym, value in program.globals:
+        if sym.module is module:
+            parts.append(f"global {sym.name} {sym.type} {value}")
+    for sym in program.consts:
+        if sym.module is module:
+            parts.append(f"const {sym.name} {sym.type} {sym.value}")
+    for sym in program.externs:
+        if sym.module is module:
+            parts.append(f"extern {sym.name} {sym.type}")
+    return "\n".join(parts)

@@ -2,7 +2,8 @@
 
 The checked runtime (runtime/nx_runtime.h, NXRT_CHECKED) records a fault as
 ten integers (`nxc_fault_info`) and keeps the shadow stack as site ids; the
-words are written here, from the module's site table, in the Python
+words are written here, from the site table (a list, or a separately
+compiled gate's nxc/backend/c/sites.SiteTable), in the Python
 backend's words (runtime/nx_memory.py), so that a fault reads the same on
 either backend:
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import struct
 
+from nxc.backend.c.sites import site_at
 from nxc.diagnostics import display_path
 from nxc.gates.protocol import Site
 
@@ -23,8 +25,8 @@ _M64 = (1 << 64) - 1
 
 
 def site_where(sites, k: int) -> str:
-    if 0 <= k < len(sites):
-        s = sites[k]
+    s = site_at(sites, k)
+    if s is not None:
         return f"{display_path(s.path)}:{s.line}:{s.col}"
     return "an unknown place"
 
@@ -37,7 +39,7 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
     kind, a, size, base, length, map_site, unmap_site, site = (int(x) for x in info[:8])
     a &= _M64
     base &= _M64
-    s = sites[site] if 0 <= site < len(sites) else None
+    s = site_at(sites, site)
     if what is None:
         what = s.what if s is not None and s.kind == "access" else "access"
         if s is not None and s.kind == "write":
@@ -86,14 +88,15 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
 def trap_message(info, trap_site: int, sites) -> str:
     """`path:line:col: runtime error: ...` for a trap (a fault, or division by zero)."""
     site = int(info[7]) if int(info[0]) != F_NONE else trap_site
+    trapped = site_at(sites, trap_site)
     text = describe(info, sites) if int(info[0]) != F_NONE else (
-        sites[trap_site].what if 0 <= trap_site < len(sites) else "runtime error")
+        trapped.what if trapped is not None else "runtime error")
     return f"{site_where(sites, site)}: runtime error: {text}"
 
 
 def frame_of(sites, k: int) -> Site | None:
-    if 0 <= k < len(sites):
-        s = sites[k]
+    s = site_at(sites, k)
+    if s is not None:
         return Site(s.path, s.line, s.col, s.function)
     return None
 

@@ -1,0 +1,65 @@
+"""C backend, separate compilation: a module's own import closure.
+
+A module's object must be the same whichever gate links it, so everything
+its C text holds besides its own code (structs, extern globals, the
+interfaces its key covers) comes from its own import closure, in an order
+fixed by the module alone: depth first from the module, each module after
+its imports, imports in the order the module lists them. (The graph's
+`modules` order is the root's, which differs between gates.)
+"""
+from __future__ import annotations
+
+import os
+
+from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.syntax import ast
+
+
+def _imports_of(graph, module: ast.Module, by_path: dict) -> list[ast.Module]:
+    """The modules `module` imports, as the loader resolved them."""
+    edges = getattr(graph, "imports", None) or {}
+    paths = edges.get(module.source.path)
+    if paths is not None:
+        return [by_path[p] for p in paths if p in by_path]
+    # A graph built without its edges (nxc.tools' stub graphs): resolve each
+    # import as the loader does, the importer's folder first, then any module
+    # of the graph that the name ends.
+    out = []
+    for imp in module.imports:
+        here = os.path.realpath(os.path.join(os.path.dirname(module.source.path), imp.path))
+        found = by_path.get(here)
+        if found is None:
+            tail = os.sep + os.path.normpath(imp.path)
+            found = next((m for m in graph.modules if m.source.path.endswith(tail)), None)
+        if found is not None and found not in out:
+            out.append(found)
+    return out
+
+
+def import_closure(program: Program, module: ast.Module) -> list[ast.Module]:
+    """`module` and every module it imports, directly or not, dependencies
+    first, the module last; under --soft-f32 the module of the float32
+    primitives too (calls are redirected there without an import)."""
+    graph = program.graph
+    by_path = {m.source.path: m for m in graph.modules}
+    order: list[ast.Module] = []
+    seen: set[str] = set()
+    stack = [(module, iter(_imports_of(graph, module, by_path)))]
+    seen.add(module.source.path)
+    while stack:
+        m, pending = stack[-1]
+        for dep in pending:
+            if dep.source.path not in seen:
+                seen.add(dep.source.path)
+                stack.append((dep, iter(_imports_of(graph, dep, by_path))))
+                break
+        else:
+            order.append(m)
+            stack.pop()
+    # --soft-f32 redirects float32 primitive calls to nx_f32_soft.nx without an
+    # import; whenever that module is in the graph it counts as imported
+    # (conservative: a module that does not call it only declares more).
+    soft = next((m for m in graph.modules if os.path.basename(m.source.path) == SOFT_F32_MODULE), None)
+    if soft is not None and soft.source.path not in seen:
+        order.insert(0, soft)
+    return order

@@ -1,0 +1,452 @@
+"""C backend, separate compilation: each module compiled once to its own
+object, cached; a gate links its closure's objects.
+
+A gate's shared library is linked from
+- one object per module of its import closure (emit.emit_module_c), cached
+  under `$NXC_CACHE_DIR/c/obj/` by `object_key`, which is computed before
+  any C is emitted: the module's own source, a digest of the interfaces of
+  its import closure, and the build configuration (nxc's code, compiler,
+  flags, checked or not, the runtime's text). A module whose key is in the
+  cache is neither emitted nor compiled;
+- the runtime's object (runtime/nx_runtime.c), one per configuration;
+- the gate's entry (emit.emit_entry_c: the root's main, the entry points,
+  each module's site base), an object keyed by its own text.
+The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
+keys and the entry's text) like any build (nxc/backend/c/build.py).
+
+Run-time error sites are module-local: a site id is (ordinal << 20) | local
+index, where a module's ordinal is its place in the link (the entry defines
+`nxm_sb_*`) and the entry's own sites have ordinal 0. A module's object
+therefore does not depend on which gate links it; its site table (what
+each local index names) is kept beside the object, read only to word a
+fault or a stack.
+
+Concurrent workers that need the same object (`nxc test -j`): the first
+takes an exclusive lock (fcntl.flock on `<key>.lock` beside the entry) and
+compiles it, the others wait on the lock and find it built. Writes are
+atomic renames, so a reader never sees half an object either way.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from nxc import __version__
+from nxc.backend.c import build as c_build
+from nxc.backend.c.closure import import_closure
+from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, emit_c, emit_entry_c, emit_module_c, interface_text,
+                                site_base_symbol)
+from nxc.backend.c.sites import SiteTable
+from nxc.backend.emitter import CapturesMixin
+from nxc.deep import deep
+from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
+                       stamped, unseal, write_atomically)
+from nxc.lower.guards import CAPTURE_SLOTS
+from nxc.lower.plan import plan_program
+from nxc.paths import runtime_dir
+
+SITE_BITS = 20                  # NXRT_SITE_BITS in runtime/nx_runtime.h
+MAX_LINKED = (1 << (31 - SITE_BITS)) - 1     # module ordinals that fit a positive int32 site id
+# Objects kept in the cache (each 5-50 KB); the bound grows with the tree.
+MAX_OBJECTS = 4096
+
+
+# ---- keys ----
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def toolchain_digest() -> str:
+    """nxc's version and the code that decides what C a module becomes (the
+    checker, the lowering passes, this backend and its templates) and the
+    runtime's text: an object key computed before emitting must change
+    whenever any of them does, released or not."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    nxc_dir = os.path.dirname(os.path.dirname(here))
+    h = hashlib.sha256(__version__.encode())
+    folders = [os.path.join(nxc_dir, d) for d in ("check", "lower", "backend", "syntax")] + [runtime_dir()]
+    for folder in folders:
+        for dirpath, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith((".py", ".j2", ".h", ".c", ".lark")):
+                    path = os.path.join(dirpath, name)
+                    h.update(os.path.relpath(path, nxc_dir).encode())
+                    with open(path, "rb") as f:
+                        h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:
+    """Everything of the build configuration an object depends on."""
+    cc = tuple(c_build.compiler())
+    return "|".join([toolchain_digest(), c_build.compiler_identity(cc), " ".join(object_flags(opt)),
+                     "checked" if checked else "unchecked", "unbox" if unbox_f32 else "bits"])
+
+
+def module_source_digest(module) -> str:
+    """A module's own text and path (its #line directives and sites name it)."""
+    return _digest(module.source.path, module.source.text)
+
+
+def closure_source_digest(linked, closure) -> str:
+    """The conservative closure digest: every imported module's text (a
+    `closure_digest` for LinkedC; any edit of an import recompiles)."""
+    return _digest(*(module_source_digest(m) for m in closure[:-1]))
+
+
+def object_key(module_source_digest: str, closure_digest: str, config: str) -> str:
+    """The one key of a module's object: its source, the interfaces of its
+    import closure (`closure_digest`: a parameter, so that a better digest of
+    the imports' interfaces can be swapped in), the build configuration."""
+    return _digest("object", module_source_digest, closure_digest, config)[:32]
+
+
+def link_key(object_keys: list[str], runtime_key: str, entry_text: str, opt: str) -> str:
+    """The key of a gate's library: what it links, in link order."""
+    return _digest("link", runtime_key, entry_text, " ".join(c_build.flags_for(opt)), *object_keys)[:24]
+
+
+def object_flags(opt: str) -> list[str]:
+    """Flags of `cc -c` (the build's, without -shared)."""
+    return [f for f in c_build.flags_for(opt) if f != "-shared"]
+
+
+# ---- the plan of one gate's link ----
+class LinkedC(CapturesMixin):
+    """What a gate links, computed from the checked program without emitting
+    any module's C: each module's key, the entry's C (small: the root's main),
+    the link's key. `whole()` is the single-file program (the Python API)."""
+
+    def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
+        """closure_digest(linked, closure) -> str: the digest of what a module's
+        C takes from its imports (closure: its import closure, itself last).
+        Default: `closure_interface_digest` (their interfaces, from the checked
+        program); `closure_source_digest` is the conservative alternative, and
+        per-module check summaries (issue 21 part B) can be swapped in here."""
+        self.program = program
+        self.closure_digest = closure_digest or LinkedC.closure_interface_digest
+        self.checked = checked
+        self.unbox_f32 = unbox_f32
+        self.opt = opt
+        self.captures = dict(deep(plan_program)(program).captures)     # deeply nested programs: nxc/deep.py
+        self.capture_slots = CAPTURE_SLOTS
+        self._whole = None
+        self._planned = None
+        self._sites = None
+        self._interfaces: dict[str, str] = {}
+
+    # Each module's interface digest, computed once per program.
+    def interface_digest(self, module) -> str:
+        d = self._interfaces.get(module.source.path)
+        if d is None:
+            d = self._interfaces[module.source.path] = _digest(
+                module.source.path, interface_text(self.program, module, checked=self.checked, unbox_f32=self.unbox_f32))
+        return d
+
+    def closure_interface_digest(self, closure) -> str:
+        """The interfaces of every module `closure[-1]` imports (interface_text):
+        a body edit of a function that importers do not copy leaves it unchanged."""
+        return _digest(*(self.interface_digest(m) for m in closure[:-1]))
+
+    def plan(self, opt: str | None = None):
+        """(units, entry, runtime key, link key) for build configuration `opt`."""
+        if opt is not None and opt != self.opt:
+            self.opt, self._planned, self._sites = opt, None, None
+        if self._planned is None:
+            self._planned = self._plan()
+        return self._planned
+
+    @deep       # interface_text and the entry walk the AST recursively
+    def _plan(self):
+        program = self.program
+        config = build_config_text(self.checked, self.opt, self.unbox_f32)
+        units = []
+        compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
+                    | {id(sym.module) for sym, _ in program.globals})
+        for module in program.graph.modules:
+            if id(module) not in compiled:
+                continue            # nothing of its own to compile (consts, structs, externs only)
+            closure = import_closure(program, module)
+            key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
+            units.append(ModuleUnit(module, closure, key))
+        if len(units) > MAX_LINKED:
+            raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
+                                     f"({len(units)} here)")
+        bases = [(site_base_symbol(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)]
+        entry = emit_entry_c(program, import_closure(program, program.graph.root), bases,
+                             checked=self.checked, unbox_f32=self.unbox_f32)
+        rt = runtime_key(self.checked, self.opt)
+        return units, entry, rt, link_key([u.key for u in units], rt, entry.text, self.opt)
+
+    @property
+    def units(self) -> list["ModuleUnit"]:
+        return self.plan()[0]
+
+    @property
+    def entry(self) -> UnitC:
+        return self.plan()[1]
+
+    @property
+    def key(self) -> str:
+        return self.plan()[3]
+
+    @property
+    def sites(self) -> SiteTable:
+        """Every site of the link by id: the entry's, then each module's (read
+        from beside its object when first asked for)."""
+        table = self._sites
+        if table is None:
+            loaders = {k + 1: (lambda u=u: self.module_sites(u)) for k, u in enumerate(self.units)}
+            table = self._sites = SiteTable(self.entry.sites, loaders, SITE_BITS)
+        return table
+
+    def module_sites(self, unit: "ModuleUnit") -> list[Site]:
+        found = read_sites(unit.key)
+        if found is None:           # the site table went missing: the module's C says it again
+            found = self.emit_unit(unit).sites
+        return found
+
+    def emit_unit(self, unit: "ModuleUnit") -> UnitC:
+        return emit_module_c(self.program, unit.module, unit.closure, checked=self.checked,
+                             unbox_f32=self.unbox_f32)
+
+    def whole(self):
+        """The whole program as one C file (emit.emit_c): the Python API's build."""
+        if self._whole is None:
+            self._whole = emit_c(self.program, unbox_f32=self.unbox_f32, checked=self.checked)
+        return self._whole
+
+    @property
+    def text(self) -> str:
+        """The program as one C file (what `nxc emit-c` prints)."""
+        return self.whole().text
+
+
+@dataclass
+class ModuleUnit:
+    module: object
+    closure: list
+    key: str
+
+
+# ---- the object cache ----
+def objects_dir() -> str:
+    return os.path.join(cache_dir(), "c", "obj")
+
+
+_object_writes = 0
+
+
+@contextlib.contextmanager
+def _locked(path: str):
+    """An exclusive lock on `path` (a lock file beside a cache entry)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)            # releases the lock
+
+
+def _sites_path(key: str) -> str:
+    return os.path.join(objects_dir(), key + ".sites")
+
+
+def read_sites(key: str) -> list[Site] | None:
+    """The site table kept beside object `key` (None if missing or not ours)."""
+    path = _sites_path(key)
+    try:
+        with open(path, "rb") as f:
+            payload = unseal(os.path.basename(path), f.read())
+    except OSError:
+        return None
+    if payload is None:
+        return None
+    try:
+        return [Site(*row) for row in json.loads(payload.decode("utf-8", "surrogateescape"))]
+    except (ValueError, TypeError):
+        return None
+
+
+def _write_sites(key: str, sites: list[Site]) -> None:
+    rows = [[s.path, s.line, s.col, s.what, s.kind, s.function] for s in sites]
+    path = _sites_path(key)
+    write_atomically(path, seal(os.path.basename(path), json.dumps(rows).encode("utf-8", "surrogateescape")))
+
+
+def ensure_object(key: str, emit, opt: str, use_cache: bool = True) -> tuple[str, bool]:
+    """(path of object `key`, whether it was compiled now); `emit()` gives
+    its UnitC when it has to be built."""
+    folder = objects_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    target = os.path.join(folder, key + ".o")
+    if use_cache and _usable(target, key):
+        return target, False
+    with _locked(os.path.join(folder, key + ".lock")):
+        if use_cache and _usable(target, key):      # another worker built it while we waited
+            return target, False
+        unit = emit()
+        _compile_object(unit.text, target, opt)
+        _write_sites(key, unit.sites)
+    _pruned_after_write()
+    return target, True
+
+
+def _usable(target: str, key: str) -> bool:
+    if not os.path.exists(target):
+        return False
+    if stamped(target) and os.path.exists(_sites_path(key)):
+        try:
+            os.utime(target)                # recently used: pruned last
+        except OSError:
+            pass
+        return True
+    discard(target)                         # truncated, swapped or planted: never linked
+    return False
+
+
+def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()) -> None:
+    """`cc -c` of C `text` (None: runtime/nx_runtime.c) into `target`, atomically."""
+    folder = os.path.dirname(target)
+    cc = c_build.compiler()
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        out_tmp = os.path.join(tmp, os.path.basename(target))
+        if text is None:
+            source = os.path.join(runtime_dir(), "nx_runtime.c")
+        else:
+            source = os.path.join(tmp, os.path.splitext(os.path.basename(target))[0] + ".c")
+            with open(source, "w", encoding="utf-8") as f:
+                f.write(text)
+        cmd = [*cc, *object_flags(opt), *defines, "-I", runtime_dir(), "-c", source, "-o", out_tmp]
+        _run_compiler(cmd)
+        os.replace(out_tmp, target)
+    stamp(target)
+
+
+def _run_compiler(cmd: list[str]) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        if "No space left on device" in proc.stderr or "Read-only file system" in proc.stderr:
+            raise OSError(errno.ENOSPC, "no space left on device")
+        raise c_build.BuildError("the C compiler failed on code generated by nxc (this is a bug in nxc):\n"
+                                 + shlex.join(cmd) + "\n" + proc.stderr[-4000:])
+
+
+def _pruned_after_write() -> None:
+    """Past the bound, the least recently linked objects go, with their site
+    tables and lock files (objects of modules that no longer exist are never
+    linked again, so they are the first to go)."""
+    global _object_writes
+    _object_writes += 1
+    if not prune_due(_object_writes):
+        return
+    folder = objects_dir()
+    if prune_least_recent(folder, scaled_bound(MAX_OBJECTS), lambda n: n.endswith(".o")):
+        try:
+            names = set(os.listdir(folder))
+        except OSError:
+            return
+        for name in names:
+            stem, ext = os.path.splitext(name)
+            if ext in (".sites", ".lock") and stem + ".o" not in names:
+                with contextlib.suppress(OSError):
+                    os.remove(os.path.join(folder, name))
+
+
+def entry_key(text: str, checked: bool, opt: str) -> str:
+    """The key of a gate entry's object: its C text and the configuration."""
+    return "en-" + _digest("entry", text, build_config_text(checked, opt))[:32]
+
+
+def runtime_key(checked: bool, opt: str) -> str:
+    return "rt-" + _digest("runtime", build_config_text(checked, opt))[:24]
+
+
+def ensure_runtime(checked: bool, opt: str, use_cache: bool = True) -> tuple[str, bool]:
+    """The runtime's object for this configuration (runtime/nx_runtime.c)."""
+    key = runtime_key(checked, opt)
+    folder = objects_dir()
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    target = os.path.join(folder, key + ".o")
+    if use_cache and os.path.exists(target) and stamped(target):
+        return target, False
+    with _locked(os.path.join(folder, key + ".lock")):
+        if use_cache and os.path.exists(target) and stamped(target):
+            return target, False
+        _compile_object(None, target, opt, ("-DNXRT_CHECKED",) if checked else ())
+    return target, True
+
+
+# ---- the link ----
+@dataclass
+class Linked(c_build.Built):
+    """A gate's library, and what building it took."""
+    recompiled: list = field(default_factory=list)      # module paths whose objects were compiled now
+    relinked: bool = False                              # the library was linked now
+
+
+_link_writes = 0
+
+
+def build_gate(linked: LinkedC, opt: str = "2", use_cache: bool = True) -> Linked:
+    try:
+        return _build_gate(linked, opt, use_cache)
+    except OSError as exc:                  # read-only or full cache folder
+        degrade_after(exc)
+        return _build_gate(linked, opt, use_cache)
+
+
+def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
+    start = time.perf_counter()
+    units, entry, _, key = linked.plan(opt)
+    name = f"_nx_{key}"
+    cdef = "\n".join(GATE_CDEF)
+    folder = os.path.join(cache_dir(), "c")
+    target = os.path.join(folder, name + ".so")
+    if use_cache and os.path.exists(target):
+        if stamped(target):
+            with contextlib.suppress(OSError):
+                os.utime(target)
+            return Linked(target, name, True, time.perf_counter() - start, cdef)
+        discard(target)
+    recompiled = []
+    objects = []
+    for unit in units:
+        path, compiled = ensure_object(unit.key, lambda u=unit: linked.emit_unit(u), opt, use_cache)
+        objects.append(path)
+        if compiled:
+            recompiled.append(unit.module.source.path)
+    runtime, _ = ensure_runtime(linked.checked, opt, use_cache)
+    # The entry is an object too, keyed by its text: after a body edit of an
+    # imported module the entry is the same (same main, same site bases), so
+    # linking again is the linker alone.
+    entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        out_tmp = os.path.join(tmp, name + ".so")
+        cmd = [*c_build.compiler(), *c_build.flags_for(opt), entry_object, *objects, runtime, "-o", out_tmp, "-lm"]
+        _run_compiler(cmd)
+        os.replace(out_tmp, target)
+    stamp(target)
+    global _link_writes
+    _link_writes += 1
+    if prune_due(_link_writes):
+        prune_least_recent(folder, scaled_bound(c_build.MAX_BUILDS),
+                           lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
+    return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)

@@ -1,0 +1,538 @@
+/*
+ * nx_runtime.c -- the runtime's state and its out-of-line functions.
+ *
+ * nx_runtime.h says why the runtime is split.  This file is compiled once per
+ * build configuration (checked or not, optimisation level, target) into an
+ * object that every gate of that configuration links (nxc/backend/c/objects.py),
+ * or included after the header by a single-file build.  Compile it with the
+ * flags of the generated code (-std=c11 -fwrapv -fno-strict-aliasing
+ * -ffp-contract=off -DNX_FLAGS_CHECKED), and -DNXRT_CHECKED for a checked build.
+ */
+#include "nx_runtime.h"
+
+#include <stdio.h>
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wfloat-equal"
+#endif
+
+/* ---- traps ---- */
+NXRT_API jmp_buf *nx_trap_env;
+NXRT_API int nx_trap_at = -1;
+NXRT_API const char *nx_trap_what = "";
+
+NXRT_API __attribute__((noreturn, cold, noinline))
+void nx_trap(int site, const char *what)
+{
+    nx_trap_at = site;
+    nx_trap_what = what;
+    if (nx_trap_env)
+        longjmp(*nx_trap_env, 1);
+    fprintf(stderr, "nx runtime error: %s (site %d)\n", what, site);
+    abort();
+}
+
+NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
+NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
+
+/* ---- reading files ---- */
+
+static FILE **nxrt_file_table(void)
+{
+    static FILE *files[NXRT_MAX_FILES];
+    return files;
+}
+
+static FILE *nxrt_file_get(int64_t h)
+{
+    if (h < 0 || h >= NXRT_MAX_FILES)
+        return NULL;
+    return nxrt_file_table()[h];
+}
+
+NXRT_API int64_t nxrt_sys_file_open(uint8_t *path, int64_t n)
+{
+    FILE **t = nxrt_file_table();
+    char *name;
+    int64_t h;
+    if (path == NULL || n <= 0 || n > 4096 || memchr(path, 0, (size_t)n) != NULL)
+        return NXRT_FILE_ERR_ARG;
+    for (h = 0; h < NXRT_MAX_FILES && t[h] != NULL; h++)
+        ;
+    if (h == NXRT_MAX_FILES)
+        return NXRT_FILE_ERR_TOO_MANY;
+    name = (char *)malloc((size_t)n + 1);
+    if (name == NULL)
+        return NXRT_FILE_ERR_IO;
+    memcpy(name, path, (size_t)n);
+    name[n] = 0;
+    t[h] = fopen(name, "rb");
+    free(name);
+    if (t[h] == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    /* glibc opens a directory for reading; its first read fails (EISDIR) */
+    if (fgetc(t[h]) == EOF && ferror(t[h])) {
+        fclose(t[h]);
+        t[h] = NULL;
+        return NXRT_FILE_ERR_OPEN;
+    }
+    return h;
+}
+
+NXRT_API int64_t nxrt_sys_file_size(int64_t h)
+{
+    FILE *f = nxrt_file_get(h);
+    long end;
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0)
+        return NXRT_FILE_ERR_IO;
+    return (int64_t)end;
+}
+
+NXRT_API int64_t nxrt_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n)
+{
+    FILE *f = nxrt_file_get(h);
+    size_t got;
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    if (offset < 0 || n < 0 || (buf == NULL && n > 0))
+        return NXRT_FILE_ERR_ARG;
+    if (n == 0)
+        return 0;
+    if (fseek(f, (long)offset, SEEK_SET) != 0)
+        return NXRT_FILE_ERR_IO;
+    got = fread(buf, 1, (size_t)n, f);
+    if (got < (size_t)n && ferror(f)) {
+        clearerr(f);
+        return NXRT_FILE_ERR_IO;
+    }
+    clearerr(f);
+    return (int64_t)got;
+}
+
+NXRT_API int64_t nxrt_sys_file_close(int64_t h)
+{
+    FILE *f = nxrt_file_get(h);
+    if (f == NULL)
+        return NXRT_FILE_ERR_OPEN;
+    nxrt_file_table()[h] = NULL;
+    return fclose(f) == 0 ? 0 : NXRT_FILE_ERR_IO;
+}
+
+#ifdef NXRT_CHECKED
+/* ---- checked mode (nx_runtime.h says why it is shaped so) ---- */
+NXRT_API nxrt_region *nxrt_live;          /* sorted by base */
+NXRT_API int64_t nxrt_nlive, nxrt_caplive;
+NXRT_API nxrt_region nxrt_dead[NXRT_QUARANTINE_COUNT];   /* FIFO ring */
+NXRT_API int64_t nxrt_dead_head, nxrt_ndead;
+NXRT_API uint64_t nxrt_dead_bytes;
+NXRT_API nxrt_region nxrt_bufs[64];      /* numpy arrays of the current API call */
+NXRT_API int64_t nxrt_nbufs;
+
+/* The last fault: read by nxc_fault_info(). */
+NXRT_API int64_t nxrt_fault[10];
+
+/* Shadow stack: [0] = depth, [1 + k] = site of frame k.  Volatile: another
+   process reads it after killing this one, so no store may be merged away or
+   sunk past a loop (C11 lets a compiler assume a loop without volatile
+   accesses terminates, and then push and pop would cancel out). */
+NXRT_API int32_t nxrt_stack_store[2 + NXRT_STACK_CAP];
+NXRT_API volatile int32_t *nxrt_stk = nxrt_stack_store;
+
+/* Put the shadow stack in `page` (nbytes; shared with a parent process). */
+NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes)
+{
+    if (page == NULL || nbytes < (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP))
+        return -1;
+    nxrt_stk = (volatile int32_t *)page;
+    nxrt_stk[0] = 0;
+    return 0;
+}
+
+static void nxrt_record(int kind, uintptr_t a, int64_t size, const nxrt_region *r, int site)
+{
+    nxrt_fault[0] = kind;
+    nxrt_fault[1] = (int64_t)a;
+    nxrt_fault[2] = size;
+    nxrt_fault[3] = r ? (int64_t)r->base : 0;
+    nxrt_fault[4] = r ? (int64_t)r->len : 0;
+    nxrt_fault[5] = r ? r->map_site : -1;
+    nxrt_fault[6] = r ? r->unmap_site : -1;
+    nxrt_fault[7] = site;
+    nxrt_fault[8] = nxrt_stk[0];
+}
+
+__attribute__((noreturn, cold, noinline))
+static void nxrt_fail(int kind, uintptr_t a, int64_t size, const nxrt_region *r, int site, const char *what)
+{
+    nxrt_record(kind, a, size, r, site);
+    nx_trap(site, what);
+}
+
+
+__attribute__((noreturn, cold, noinline))
+NXRT_API void nxrt_stack_overflow(int site)
+{
+    nxrt_fault[0] = NXRT_F_STACK;
+    nxrt_fault[2] = NXRT_STACK_CAP;
+    nxrt_fault[7] = site;
+    nxrt_fault[8] = nxrt_stk[0];
+    nx_trap(site, "stack overflow");
+}
+
+/* The live region holding [a, a + size), or NULL. */
+static int64_t nxrt_last_live;          /* index of the region find_live found last */
+
+static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
+{
+    int64_t lo = 0, hi = nxrt_nlive - 1, i = nxrt_last_live;
+    /* Misses often come in runs on one mapping (each site of a loop nest in
+       turn): first the region found last.  An index the table's shifts made
+       stale names another live region or none: still a valid test. */
+    if (i < nxrt_nlive && a - nxrt_live[i].base < nxrt_live[i].len && nxrt_live[i].len - (a - nxrt_live[i].base) >= size)
+        return &nxrt_live[i];
+    while (lo <= hi) {                       /* last region with base <= a */
+        int64_t mid = lo + (hi - lo) / 2;
+        if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
+    }
+    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
+        nxrt_last_live = hi;
+        return &nxrt_live[hi];
+    }
+    for (i = nxrt_nbufs - 1; i >= 0; i--) {  /* API buffers may overlap: scan them */
+        const nxrt_region *b = &nxrt_bufs[i];
+        if (a - b->base < b->len && b->len - (a - b->base) >= size)
+            return b;
+    }
+    return NULL;
+}
+
+/* Why [a, a + size) is not a valid access: the fault kind, and the mapping
+   it concerns (NULL for a null or wild pointer) in *about. */
+static int nxrt_classify(uintptr_t a, uint64_t size, uint64_t align, const nxrt_region **about)
+{
+    const nxrt_region *r = nxrt_find_live(a, size), *best = NULL;
+    uint64_t best_dist = (uint64_t)1 << 16;
+    int best_kind = NXRT_F_WILD;
+    int64_t i;
+    *about = r;
+    if (r != NULL)                          /* inside, but misaligned */
+        return (a & (align - 1)) ? NXRT_F_MISALIGNED : NXRT_F_NONE;
+    if (a < 0x10000u || a >= (uintptr_t)0 - 0x10000u)
+        return NXRT_F_NULL;
+    for (i = 0; i < nxrt_ndead; i++) {      /* newest first */
+        const nxrt_region *d = &nxrt_dead[(nxrt_dead_head - 1 - i + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
+        if (a - d->base < (d->len ? d->len : 1)) {
+            *about = d;
+            return NXRT_F_UNMAPPED;
+        }
+    }
+    /* Not inside any mapping: the nearest one within 64 KiB, live ones first. */
+    for (i = 0; i < nxrt_nlive + nxrt_nbufs; i++) {
+        const nxrt_region *c = i < nxrt_nlive ? &nxrt_live[i] : &nxrt_bufs[i - nxrt_nlive];
+        if (a >= c->base && a - c->base < c->len + ((uint64_t)1 << 16)) {   /* reaches past its end */
+            uint64_t dist = a >= c->base + c->len ? a - (c->base + c->len) : 0;
+            if (best == NULL || dist < best_dist) { best = c; best_dist = dist; best_kind = NXRT_F_OOB; }
+        } else if (a < c->base && c->base - a < ((uint64_t)1 << 16) && (best == NULL || c->base - a < best_dist)) {
+            best = c; best_dist = c->base - a; best_kind = NXRT_F_BEFORE;
+        }
+    }
+    if (best == NULL)
+        for (i = 0; i < nxrt_ndead; i++) {
+            const nxrt_region *d = &nxrt_dead[(nxrt_dead_head - 1 - i + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
+            if (a >= d->base && a - d->base < d->len + ((uint64_t)1 << 16)) { best = d; best_kind = NXRT_F_OOB; break; }
+        }
+    *about = best;
+    return best_kind;
+}
+
+__attribute__((noreturn, cold, noinline))
+static void nxrt_explain(uintptr_t a, uint64_t size, uint64_t align, int site, const char *what)
+{
+    const nxrt_region *r;
+    int kind = nxrt_classify(a, size, align, &r);
+    if (kind == NXRT_F_NONE)                /* cannot happen: the caller saw a bad access */
+        kind = NXRT_F_WILD;
+    nxrt_fail(kind, a, kind == NXRT_F_MISALIGNED ? (int64_t)align : (int64_t)size, r, site, what);
+}
+
+/* Behind the locals of a function (NXRT_CHK), each module keeps a second
+   cache per site (its table nxrt_sc) that lives as long as the process.  An
+   entry names its mapping by id, and is valid while that id's bit in
+   nxrt_alive is set: ending a mapping clears one bit instead of scanning
+   thousands of sites. */
+static uint8_t *nxrt_alive;             /* bit per mapping id */
+static uint64_t nxrt_alive_bits, nxrt_next_id = 1;
+
+static inline int nxrt_is_alive(uint64_t id)
+{
+    return id != 0 && id < nxrt_alive_bits && (nxrt_alive[id >> 3] >> (id & 7)) & 1;
+}
+
+static inline void nxrt_set_alive(uint64_t id, int on)
+{
+    if (id != 0 && id < nxrt_alive_bits) {
+        if (on) nxrt_alive[id >> 3] |= (uint8_t)(1u << (id & 7));
+        else nxrt_alive[id >> 3] &= (uint8_t)~(1u << (id & 7));
+    }
+}
+
+/* A fresh id, alive (0 if the bitmap cannot grow: then never cached globally). */
+static uint64_t nxrt_new_id(void)
+{
+    uint64_t id = nxrt_next_id;
+    if (id >= nxrt_alive_bits) {
+        uint64_t bits = nxrt_alive_bits ? 2 * nxrt_alive_bits : 4096;
+        uint8_t *p = (uint8_t *)realloc(nxrt_alive, (size_t)(bits / 8));
+        if (p == NULL)
+            return 0;
+        memset(p + nxrt_alive_bits / 8, 0, (size_t)((bits - nxrt_alive_bits) / 8));
+        nxrt_alive = p;
+        nxrt_alive_bits = bits;
+    }
+    nxrt_next_id++;
+    nxrt_set_alive(id, 1);
+    return id;
+}
+
+/* The site's new cache entry for an access at a (g: the site's entry in its
+   module's table); if the access is not valid, a trap (trap != 0) or the
+   entry (0, 0), which no address hits. */
+static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align, int site, int trap,
+                                              nxrt_global_cache *g)
+{
+    nxrt_site_cache c;
+    const nxrt_region *r;
+    if (nxrt_rotr(a - g->base, (unsigned)__builtin_ctzll(align)) < g->span && nxrt_is_alive(g->id)) {
+        c.base = g->base;
+        c.span = g->span;
+        return c;
+    }
+    r = nxrt_find_live(a, size);
+    if (r == NULL || (a & (align - 1)) != 0) {
+        if (trap)
+            nxrt_explain(a, size, align, site, "invalid memory access");
+        c.base = 0;
+        c.span = 0;
+        return c;
+    }
+    c.base = r->base;
+    c.span = (r->base & (align - 1)) ? 0 : (r->len - size) / align + 1;
+    g->base = c.base;
+    g->span = c.span;
+    g->id = r->id;
+    return c;
+}
+
+NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
+{
+    return nxrt_chk_lookup(a, size, align, site, 1, g);
+}
+
+NXRT_API nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0, g);
+}
+
+#ifdef NXRT_ONE_FILE
+NXRT_API nxrt_site_cache nxrt_chk_slow_here(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 1, &nxrt_sc[site]);
+}
+
+NXRT_API nxrt_site_cache nxrt_chk_try_here(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0, &nxrt_sc[site]);
+}
+#endif
+
+static int nxrt_add_live(const nxrt_region *r)
+{
+    int64_t i;
+    if (nxrt_nlive == nxrt_caplive) {
+        int64_t cap = nxrt_caplive ? 2 * nxrt_caplive : 64;
+        nxrt_region *p = (nxrt_region *)realloc(nxrt_live, (size_t)cap * sizeof *p);
+        if (p == NULL)
+            return -1;
+        nxrt_live = p;
+        nxrt_caplive = cap;
+    }
+    i = nxrt_nlive;                         /* mostly at the end: calloc tends upward */
+    if (i > 0 && nxrt_live[i - 1].base > r->base) {
+        int64_t lo = 0, hi = i;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (nxrt_live[mid].base > r->base) hi = mid; else lo = mid + 1;
+        }
+        memmove(&nxrt_live[lo + 1], &nxrt_live[lo], (size_t)(i - lo) * sizeof *nxrt_live);
+        i = lo;
+    }
+    nxrt_live[i] = *r;
+    nxrt_nlive++;
+    return 0;
+}
+
+/* sys_mmap, checked: zeroed, 16-byte aligned, with red zones, registered. */
+NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site)
+{
+    nxrt_region r;
+    char *block;
+    if (nbytes <= 0 || nbytes > NXRT_MMAP_MAX_BYTES)
+        return NULL;
+    block = (char *)nxrt_sys_mmap(nbytes + 2 * NXRT_REDZONE);
+    if (block == NULL)
+        return NULL;
+    r.base = (uintptr_t)(block + NXRT_REDZONE);
+    r.len = (uint64_t)nbytes;
+    r.block = block;
+    r.map_site = site;
+    r.unmap_site = -1;
+    r.id = nxrt_new_id();
+    if (nxrt_add_live(&r) != 0) {
+        free(block);
+        return NULL;
+    }
+    return (void *)r.base;
+}
+
+/* sys_munmap, checked: the range goes to the quarantine (see above). */
+NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
+{
+    uintptr_t a = (uintptr_t)p;
+    int64_t lo = 0, hi = nxrt_nlive - 1, i;
+    nxrt_region r;
+    (void)nbytes;
+    if (p == NULL)
+        return 0;
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
+    }
+    if (hi < 0 || nxrt_live[hi].base != a) {
+        if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len)
+            nxrt_fail(NXRT_F_MUNMAP_INSIDE, a, 0, &nxrt_live[hi], site, "sys_munmap");
+        for (i = 0; i < nxrt_ndead; i++) {
+            const nxrt_region *d = &nxrt_dead[(nxrt_dead_head - 1 - i + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
+            if (d->base == a)
+                nxrt_fail(NXRT_F_MUNMAP_TWICE, a, 0, d, site, "sys_munmap");
+        }
+        nxrt_fail(NXRT_F_MUNMAP_UNKNOWN, a, 0, NULL, site, "sys_munmap");
+    }
+    r = nxrt_live[hi];
+    memmove(&nxrt_live[hi], &nxrt_live[hi + 1], (size_t)(nxrt_nlive - hi - 1) * sizeof *nxrt_live);
+    nxrt_nlive--;
+    nxrt_set_alive(r.id, 0);
+    r.unmap_site = site;
+    /* Quarantine: evict the oldest while over budget. */
+    while (nxrt_ndead > 0 && (nxrt_ndead == NXRT_QUARANTINE_COUNT || nxrt_dead_bytes + r.len > NXRT_QUARANTINE_BYTES)) {
+        nxrt_region *old = &nxrt_dead[(nxrt_dead_head - nxrt_ndead + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
+        free(old->block);
+        nxrt_dead_bytes -= old->len;
+        nxrt_ndead--;
+    }
+    if (r.len > NXRT_QUARANTINE_BYTES) {
+        free(r.block);                      /* too big to keep: forgotten */
+        return 0;
+    }
+    memset(r.block, 0x5A, (size_t)r.len + 2 * NXRT_REDZONE);   /* stale reads see garbage, not old data */
+    nxrt_dead[nxrt_dead_head] = r;
+    nxrt_dead_head = (nxrt_dead_head + 1) % NXRT_QUARANTINE_COUNT;
+    nxrt_ndead++;
+    nxrt_dead_bytes += r.len;
+    return 0;
+}
+
+/* The externs that take a buffer, checked: its n bytes must lie inside one
+   live mapping, else the fault is reported at the call's site as `what`. */
+static void nxrt_chk_range(const void *buf, int64_t n, int site, const char *what)
+{
+    if (n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
+        nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, what);
+}
+
+/* sys_write, checked (the standard streams; other fds are refused anyway). */
+NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site)
+{
+    if (fd == 1 || fd == 2)
+        nxrt_chk_range(buf, n, site, "sys_write");
+    return nxrt_sys_write(fd, buf, n);
+}
+
+/* The file externs, checked: the path is read from, and the buffer written
+   into, memory that must lie inside one mapping. */
+NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site)
+{
+    nxrt_chk_range(path, n, site, "sys_file_open");
+    return nxrt_sys_file_open(path, n);
+}
+
+NXRT_API int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site)
+{
+    nxrt_chk_range(buf, n, site, "sys_file_read");
+    return nxrt_sys_file_read(h, offset, buf, n);
+}
+
+/* The Python API: the numpy arrays of one call (argument k: map_site -2-k). */
+NXRT_API int nxrt_buf_register(void *p, int64_t nbytes, int arg)
+{
+    nxrt_region *b;
+    if (nxrt_nbufs >= (int64_t)(sizeof nxrt_bufs / sizeof nxrt_bufs[0]))
+        return -1;
+    b = &nxrt_bufs[nxrt_nbufs++];
+    b->base = (uintptr_t)p;
+    b->len = (uint64_t)nbytes;
+    b->block = NULL;
+    b->map_site = -2 - arg;
+    b->unmap_site = -1;
+    b->id = nxrt_new_id();
+    return 0;
+}
+
+/* After the call: no site cache may keep pointing into the arrays. */
+NXRT_API void nxrt_buf_clear(void)
+{
+    int64_t i;
+    for (i = 0; i < nxrt_nbufs; i++)
+        nxrt_set_alive(nxrt_bufs[i].id, 0);
+    nxrt_nbufs = 0;
+}
+
+/* 0 if [a, a + size) is a valid access, else the fault kind (recorded as a
+   fault at site -1: the Python API reading a field or an array). */
+NXRT_API int nxrt_probe(uintptr_t a, int64_t size, int64_t align)
+{
+    const nxrt_region *r;
+    int kind = nxrt_classify(a, (uint64_t)size, (uint64_t)align, &r);
+    if (kind != NXRT_F_NONE)
+        nxrt_record(kind, a, kind == NXRT_F_MISALIGNED ? align : size, r, -1);
+    return kind;
+}
+
+/* ---- entry points (checked): the last fault, the shadow stack, the Python API's buffers ---- */
+NX_EXPORT int nxc_checked(void) { return 1; }
+NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
+NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
+NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
+NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
+NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
+NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }
+NX_EXPORT void nxc_buf_clear(void) { nxrt_buf_clear(); }
+NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { return nxrt_probe((uintptr_t)p, size, align); }
+#else
+/* ---- entry points (unchecked): the same names, doing nothing ---- */
+NX_EXPORT int nxc_checked(void) { return 0; }
+NX_EXPORT void nxc_fault_info(int64_t *out) { memset(out, 0, 10 * sizeof(int64_t)); }
+NX_EXPORT int nxc_stack_depth(void) { return 0; }
+NX_EXPORT int nxc_stack_frame(int k) { (void)k; return -1; }
+NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { (void)page; (void)nbytes; return -1; }
+NX_EXPORT int64_t nxc_stack_bytes(void) { return 0; }
+NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { (void)p; (void)nbytes; (void)arg; return 0; }
+NX_EXPORT void nxc_buf_clear(void) { }
+NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { (void)p; (void)size; (void)align; return 0; }
+#endif /* NXRT_CHECKED */
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
