@@ -23,6 +23,7 @@ import pytest
 
 import nxc
 from nxc.backend.c import build as c_build
+from nxc.backend.c import objects
 from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.cli import main as cli_main
@@ -241,10 +242,16 @@ def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
     assert len(keys) == 4
     # native means this CPU: another CPU (a shared cache folder) gets another key
     native_key, generic_key = c_build.cache_key(emitted, "2"), c_build.cache_key(emitted, "2/x86-64")
+    # ... and so do the separately compiled objects and the runtime's object of a gate
+    native_obj, generic_obj = objects.build_config_text(True, "2"), objects.build_config_text(True, "2/x86-64")
+    native_rt = objects.runtime_key(True, "2")
     assert c_build.host_cpu() != ""
     monkeypatch.setattr(c_build, "host_cpu", lambda: "vendor_id=Other|flags=sse2")
     assert c_build.cache_key(emitted, "2") != native_key
     assert c_build.cache_key(emitted, "2/x86-64") == generic_key
+    assert objects.build_config_text(True, "2") != native_obj
+    assert objects.build_config_text(True, "2/x86-64") == generic_obj
+    assert objects.runtime_key(True, "2") != native_rt
     with pytest.raises(ValueError, match="unknown target 'pentium'"):
         c_build.build_config("2", "pentium")
     with pytest.raises(ValueError, match="unknown target"):

@@ -181,12 +181,19 @@ def cache_key(emitted: EmittedC, opt: str, mode: str = "api") -> str:
     h = hashlib.sha256()
     for part in (__version__, cffi.__version__, compiler_identity(tuple(compiler())), mode,
                  "checked" if emitted.checked else "unchecked",
-                 " ".join(flags_for(opt)), host_cpu() if "-march=native" in flags_for(opt) else "",
+                 " ".join(flags_for(opt)), target_identity(opt),
                  importlib.machinery.EXTENSION_SUFFIXES[0],
                  _runtime_header_text(), emitted.cdef, emitted.text):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return h.hexdigest()[:24]
+
+
+def target_identity(opt: str) -> str:
+    """What the flags of `opt` leave unsaid about the code they make: for a
+    host build (-march=native) the host's CPU, else nothing. Part of every
+    key of something compiled (build cache, objects, the runtime's object)."""
+    return host_cpu() if "-march=native" in flags_for(opt) else ""
 
 
 @lru_cache(maxsize=1)

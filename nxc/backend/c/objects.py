@@ -96,6 +96,7 @@ def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:
     """Everything of the build configuration an object depends on."""
     cc = tuple(c_build.compiler())
     return "|".join([toolchain_digest(), c_build.compiler_identity(cc), " ".join(object_flags(opt)),
+                     c_build.target_identity(opt),
                      "checked" if checked else "unchecked", "unbox" if unbox_f32 else "bits"])
 
 
