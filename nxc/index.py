@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import time
+from functools import lru_cache
 
 from nxc.cache import cache_dir, seal, unseal, write_atomically
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
@@ -56,6 +57,25 @@ def source_digest(text: str) -> str:
     The runner's workers digest what they compiled with the same function,
     so a key computed here from the index equals the key a worker records."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@lru_cache(maxsize=1)
+def toolchain_digest() -> str:
+    """Every file of nxc's package, its runtime and its grammar: the compiler itself."""
+    import nxc
+    from nxc.paths import grammar_file, runtime_dir
+    package = os.path.dirname(os.path.abspath(nxc.__file__))
+    files = []
+    for top in (package, runtime_dir()):
+        for folder, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            files += [os.path.join(folder, n) for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+    h = hashlib.sha256()
+    for path in [*files, grammar_file()]:
+        h.update(os.path.relpath(path, package).encode("utf-8", "surrogateescape") + b"\0")
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()[:32]
 
 
 def file_stat(st: os.stat_result) -> list[int]:

@@ -34,11 +34,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from functools import lru_cache
 
 from nxc import __version__
 from nxc.cache import cache_dir, configured_dir, prune_due, prune_least_recent, scaled_bound, write_atomically
-from nxc.index import closure_digest
+from nxc.index import closure_digest, toolchain_digest
 
 # Passing results kept; past it the least recently used go. An entry is 0 bytes.
 MAX_RESULTS = 8192
@@ -89,25 +88,6 @@ def record_pass(key: str, payload: bytes = b"") -> None:
 
 
 # ------------------------------------------------------------------ unit results
-@lru_cache(maxsize=1)
-def toolchain_digest() -> str:
-    """Every file of nxc's package, its runtime and its grammar: the compiler itself."""
-    import nxc
-    from nxc.paths import grammar_file, runtime_dir
-    package = os.path.dirname(os.path.abspath(nxc.__file__))
-    files = []
-    for top in (package, runtime_dir()):
-        for folder, dirs, names in os.walk(top):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            files += [os.path.join(folder, n) for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
-    h = hashlib.sha256()
-    for path in [*files, grammar_file()]:
-        h.update(os.path.relpath(path, package).encode("utf-8", "surrogateescape") + b"\0")
-        with open(path, "rb") as f:
-            h.update(hashlib.sha256(f.read()).digest())
-    return h.hexdigest()[:32]
-
-
 def build_identity(backend: str, options) -> str:
     """What of the build, besides nxc and the sources, can change a gate's behaviour.
     Raises what the backend raises when it cannot build at all (no compiler)."""
