@@ -16,6 +16,20 @@ compilers included: os.wait4's rusage), the peak RSS of the largest process,
 and the cache folder's size on disk after the run. Every run must pass all
 its gates: a row of a run that failed is an error, not a figure.
 
+Then, on the module at the top of the tree (the last one, t{N-1}.nx):
+- `nxc check TOP` with no verdicts yet (every body of its closure checked),
+  again (nothing changed: every body's clean verdict reused), and after a
+  body edit of the leaf t0000.nx (only the leaf re-checked);
+- `nxc.load(TOP)` in a fresh process (check, build for the Python API or
+  take the cached build, load);
+- in this process, the front end of TOP split in phases (best of 3): load
+  the graph from the parse cache, the declarations of the whole closure,
+  the bodies of the whole closure, the declarations again with the bodies of
+TOP alone (CPU time; the graph's load from the disk's parse cache once, the
+checker phases best of 3): what a check
+  of one module against its imports costs when their declarations are
+  collected from the ASTs (nxc/check/summary.py).
+
 Wall time on a shared machine depends on the load; CPU time is the figure to
 compare between runs made at different times.
 """
@@ -71,19 +85,59 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[d
     env = dict(os.environ, NXC_CACHE_DIR=cache)
     test = nxc_command() + ["test", tree, "-q", "-j", str(jobs)]
     leaf = os.path.join(tree, "t0000.nx")
+    top = os.path.join(tree, f"t{n - 1:04d}.nx")
     rows = []
-    for step, edit in (("cold", None), ("no change", None), ("leaf body edited", "body"),
-                       ("leaf interface edited", "interface")):
+    steps = [("cold", None, test), ("no change", None, test), ("leaf body edited", "body", test),
+             ("leaf interface edited", "interface", test),
+             ("nxc check TOP, no verdicts", None, nxc_command() + ["check", top]),
+             ("nxc check TOP, no change", None, nxc_command() + ["check", top]),
+             ("nxc check TOP, leaf body edited", "body", nxc_command() + ["check", top]),
+             ("nxc.load(TOP)", None, [sys.executable, "-c", f"import nxc; nxc.load({top!r})"])]
+    for step, edit, cmd in steps:
         if edit:
             subprocess.run(gen + ["--edit", edit, leaf], check=True, capture_output=True)
-        r = timed(test, env)
+        r = timed(cmd, env)
         if r["status"] != 0:
             sys.exit(f"{step} run of the {n}-module tree failed (exit {r['status']}):\n{r['output'][-3000:]}")
         r.update(n=n, graph=graph, step=step, cache_mb=folder_bytes(cache) / 1e6)
         rows.append(r)
-        print(f"{n:>4} {graph:<9} {step:<22} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
+        print(f"{n:>4} {graph:<9} {step:<32} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
+    split = front_end_split(top, cache)
+    print(f"# {n} {graph}: front end of {os.path.basename(top)} (closure {split['modules']} modules): "
+          + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in split.items() if k != "modules"), flush=True)
     return rows
+
+
+def front_end_split(top: str, cache: str) -> dict:
+    """Seconds of each phase of TOP's front end, best of 3, in this process
+    (the parse cache of `cache` is warm after the runs above)."""
+    os.environ["NXC_CACHE_DIR"] = cache
+    sys.path.insert(0, ROOT)
+    from nxc.check.checker import Checker
+    from nxc.check.frontend import load_graph
+    from nxc.diagnostics import Diagnostics
+    best: dict = {}
+    for round_ in range(3):
+        t0 = time.process_time()
+        diags = Diagnostics()
+        graph = load_graph(top, None, diags)
+        t1 = time.process_time()
+        full = Checker(graph, diags)
+        funcs = full.check_declarations()
+        t2 = time.process_time()
+        full.check_bodies(funcs)
+        t3 = time.process_time()
+        one = Checker(graph, Diagnostics())
+        one.check_bodies(one.check_declarations(), only={graph.root.source.path})
+        t4 = time.process_time()
+        if round_ == 0:             # from the disk's parse cache; later rounds hit this process's copy
+            best["load graph (parse cache on disk)"] = t1 - t0
+        for k, v in (("declarations", t2 - t1), ("all bodies", t3 - t2),
+                     ("declarations + TOP's bodies", t4 - t3)):
+            best[k] = min(best.get(k, v), v)
+        best["modules"] = len(graph.modules)
+    return best
 
 
 def markdown(rows: list[dict]) -> str:
