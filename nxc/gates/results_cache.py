@@ -19,8 +19,9 @@ one backend is also recorded under a key that needs no front end at all:
 the digests of the sources of its import closure (read through the module
 index, nxc/index.py: a stat per file when nothing changed), nxc's own code
 (every file of the package, the runtime and the grammar: a changed nxc is a
-changed compiler), the build configuration (compiler identity, flags,
-checked or not, cffi) and the run's mode. Behaviour is a function of those,
+changed compiler), the Python version, the build configuration (compiler
+identity, flags, checked or not, cffi) and the run's mode (with -W error and
+the memory limit). Behaviour is a function of those,
 so a unit whose key has a recorded pass is reported `PASS (cached)` by the
 runner before any worker starts. Such an entry (`u-KEY`) holds the module's
 kind and its rendered warnings, shown again as on a full run.
@@ -34,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 
 from nxc import __version__
 from nxc.cache import cache_dir, configured_dir, prune_due, prune_least_recent, scaled_bound, write_atomically
@@ -106,8 +108,11 @@ def unit_key(closure: dict[str, str], backend: str, options) -> str:
     """The key of one module's pass on `backend`, from its closure's sources
     ({real path: nxc.index.source_digest}) and the run's configuration."""
     h = hashlib.sha256()
-    for part in (__version__, toolchain_digest(), build_identity(backend, options),
-                 json.dumps([*mode_of(options), bool(options.warnings_as_errors)]), closure_digest(closure)):
+    # The memory limit too (a gate that passed with more memory may not with less), and
+    # the Python that runs nxc (the Python backend's code runs on it; cffi builds for its ABI).
+    for part in (__version__, sys.version, toolchain_digest(), build_identity(backend, options),
+                 json.dumps([*mode_of(options), bool(options.warnings_as_errors), options.memory_limit]),
+                 closure_digest(closure)):
         h.update(part.encode("utf-8", "surrogateescape"))
         h.update(b"\0")
     return "u-" + h.hexdigest()[:32]
