@@ -73,7 +73,7 @@ def timed(cmd: list[str], env: dict) -> dict:
             "status": proc.returncode, "output": out}
 
 
-def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[dict]:
+def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, test_edits: bool = True) -> list[dict]:
     tree = os.path.join(out_dir, f"tree{n}-{graph}")
     cache = os.path.join(out_dir, f"cache{n}-{graph}")
     shutil.rmtree(tree, ignore_errors=True)
@@ -93,6 +93,8 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int) -> list[d
              ("nxc check TOP, no change", None, nxc_command() + ["check", top]),
              ("nxc check TOP, leaf body edited", "body", nxc_command() + ["check", top]),
              ("nxc.load(TOP)", None, [sys.executable, "-c", f"import nxc; nxc.load({top!r})"])]
+    if not test_edits:      # --no-test-edits: the two `nxc test` runs after an edit are left out
+        steps = [st for st in steps if not (st[1] and st[2] is test)]
     for step, edit, cmd in steps:
         if edit:
             subprocess.run(gen + ["--edit", edit, leaf], check=True, capture_output=True)
@@ -158,11 +160,14 @@ def main(argv=None) -> int:
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--out", default=os.path.join("/tmp", "nxc-tree-bench"),
                     help="where trees and their cache folders go (default: /tmp/nxc-tree-bench)")
+    ap.add_argument("--no-test-edits", action="store_true",
+                    help="leave out the `nxc test` runs after the leaf edits (each about a cold run while a "
+                         "gate's C holds its closure); the `nxc check` rows after an edit stay")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for n in args.sizes:
-        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs)
+        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, test_edits=not args.no_test_edits)
     print()
     print(markdown(rows))
     return 0

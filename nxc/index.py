@@ -94,6 +94,7 @@ class ModuleIndex:
         self.counters = {"stat_hits": 0, "digested": 0, "parsed": 0}
         self._resolved: dict[tuple, str | None] = {}
         self._looked: dict[str, dict | None] = {}
+        self._reached: dict[tuple, frozenset | None] = {}
 
     # ---- disk ----
     @classmethod
@@ -204,23 +205,51 @@ class ModuleIndex:
         """{real path: entry} of `root` and every module it imports, directly
         or not, plus `extra` modules (real paths) and their imports; None when
         any of them is unreadable, unparsable or imports what cannot be found."""
-        seen: dict[str, dict] = {}
-        stack = [root, *extra]
+        paths: set[str] = set()
+        for start in (root, *extra):
+            reach = self._reach(start, include)
+            if reach is None:
+                return None
+            paths |= reach
+        return {p: self._looked[p] for p in paths}
+
+    def _reach(self, start: str, include: list[str] | None) -> frozenset | None:
+        """Every module reachable from `start` by imports (itself included).
+        Remembered per start for the run (a tree's closures share most of
+        their modules: 800 modules of closure 57 were 45,000 visits)."""
+        key = (start, tuple(include or ()))
+        if key in self._reached:
+            return self._reached[key]
+        seen: set[str] = set()
+        stack = [start]
+        result: frozenset | None = None
         while stack:
             real = stack.pop()
             if real in seen:
                 continue
+            done = self._reached.get((real, key[1]), False) if real != start else False
+            if done is None:
+                break                       # a module below cannot be resolved
+            if done is not False:
+                seen |= done                # a closure worked out before: take it whole
+                continue
             entry = self.module(real)
             if entry is None:
-                return None
-            seen[real] = entry
+                break
+            seen.add(real)
             for name in entry["imports"]:
                 found = self.resolve(name, real, include)
                 if found is None:
-                    return None
+                    stack = None
+                    break
                 if found not in seen:
                     stack.append(found)
-        return seen
+            if stack is None:
+                break
+        else:
+            result = frozenset(seen)
+        self._reached[key] = result
+        return result
 
 
 def closure_digest(closure: dict[str, str]) -> str:
