@@ -97,6 +97,12 @@ def test_no_change_reads_and_parses_nothing(tree):
                           text=True, env=dict(os.environ, NXC_CACHE_DIR=str(cache), PYTHONPATH=str(REPO)))
     assert "PASS (cached)" in text.stdout and "WARNINGS" in text.stdout and "unused variable" in text.stdout
 
+    # From another folder: a module with warnings runs again (its warnings name
+    # files relative to the current folder), the others are still cached.
+    proc, elsewhere, stats = nxc_test(str(root), cache=cache, cwd=root.parent)
+    assert proc.returncode == 0 and stats["sent_units"] == 1 and stats["cached_units"] == 3
+    assert elsewhere["top.nx"]["warnings"][0].startswith(os.path.join("t", "top.nx") + ":")
+
     proc, rerun, stats = nxc_test(str(root), "--rerun", cache=cache, cwd=root)
     assert proc.returncode == 0 and not any(r["cached"] for r in rerun.values()) and stats == {}
 

@@ -141,6 +141,11 @@ def test_what_is_rechecked_after_each_kind_of_edit(tree, tmp_path):
     proc, checked, _ = check(tree, cache, "side.nx")                     # side.nx's own closure: checked clean
     assert checked == set()
 
+    env = dict(os.environ, NXC_CACHE_DIR=str(cache), NXC_DEBUG_STATS="1", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "nxc", "check", "top.nx"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "top.nx:4:9: warning: unused variable 'unused'" in proc.stderr.splitlines()[0]
+
 
 def test_an_error_in_an_imported_module_keeps_its_import_notes_and_is_never_a_verdict(tree, tmp_path):
     cache = tmp_path / "cache"

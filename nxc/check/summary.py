@@ -189,12 +189,16 @@ def load_verdict(key: str) -> dict | None:
     if not (isinstance(data, dict) and isinstance(data.get("warnings"), list)
             and all(isinstance(w, str) for w in data["warnings"])):
         return None
+    if data["warnings"] and data.get("cwd") != os.getcwd():
+        return None             # rendered relative to another folder: check it again
     return data
 
 
 def store_verdict(key: str, warnings: list[str], interface: str) -> None:
     global _stored
-    payload = json.dumps({"warnings": warnings, "interface": interface}).encode("utf-8", "surrogateescape")
+    # Rendered warnings name files relative to the current folder: kept with it.
+    payload = json.dumps({"warnings": warnings, "interface": interface,
+                          "cwd": os.getcwd() if warnings else None}).encode("utf-8", "surrogateescape")
     write_atomically(_verdict_file(key), seal("summaries/" + key, payload))
     _stored += 1
     if prune_due(_stored):

@@ -24,7 +24,9 @@ identity, flags, checked or not, cffi) and the run's mode (with -W error and
 the memory limit). Behaviour is a function of those,
 so a unit whose key has a recorded pass is reported `PASS (cached)` by the
 runner before any worker starts. Such an entry (`u-KEY`) holds the module's
-kind and its rendered warnings, shown again as on a full run.
+kind and its rendered warnings, shown again as on a full run (and, since
+they name files relative to the current folder, only when run from the
+same folder; a module without warnings is taken from anywhere).
 
 Last failed: the ids of the items that did not pass, per project root (the
 nearest folder above the current one holding `.git`, `pyproject.toml` or
@@ -119,7 +121,9 @@ def unit_key(closure: dict[str, str], backend: str, options) -> str:
 
 
 def record_unit_pass(key: str, kind: str, warnings: list[str]) -> None:
-    record_pass(key, json.dumps({"kind": kind, "warnings": warnings}).encode("utf-8", "surrogateescape"))
+    # Rendered warnings name files relative to the current folder: kept with it.
+    data = {"kind": kind, "warnings": warnings, "cwd": os.getcwd() if warnings else None}
+    record_pass(key, json.dumps(data).encode("utf-8", "surrogateescape"))
 
 
 def unit_passed_before(key: str) -> dict | None:
@@ -134,6 +138,8 @@ def unit_passed_before(key: str) -> dict | None:
     if not (isinstance(data, dict) and data.get("kind") in ("gate", "library")
             and isinstance(data.get("warnings"), list) and all(isinstance(w, str) for w in data["warnings"])):
         return None
+    if data["warnings"] and data.get("cwd") != os.getcwd():
+        return None             # its warnings would name files as seen from another folder: run it
     try:
         os.utime(path)          # recently used: pruned last
     except OSError:
