@@ -208,7 +208,7 @@ def store_verdict(key: str, warnings: list[str], interface: str) -> None:
 
 @dataclass
 class Checked:
-    program: Program
+    program: Program        # its functions: only those of the modules checked now (`checked`)
     warnings: list[str]                             # rendered, in graph order: stored ones and new ones
     checked: list[str] = field(default_factory=list)    # modules whose bodies were checked now
     reused: list[str] = field(default_factory=list)     # modules taken from a clean verdict
@@ -263,10 +263,13 @@ def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
         add_import_notes(graph, diags)
         raise
     new_warnings: dict[str, list[str]] = {}
+    placed = True
     for d in diags.warnings:
-        if d.pos is not None:
+        if d.pos is None:
+            placed = False              # a warning of no module: no verdict could show it again
+        else:
             new_warnings.setdefault(d.pos.file.path, []).append(d.render())
-    complete = diags.show_warnings and not diags.dropped["warning"]
+    complete = diags.show_warnings and not diags.dropped["warning"] and placed
     for p in todo:
         if complete and checker.uses.get(p, set()) <= closures[p]:
             store_verdict(keys[p], new_warnings.get(p, []), digests[p])
