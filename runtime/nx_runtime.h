@@ -475,15 +475,24 @@ static inline volatile int32_t *nxrt_enter(int32_t site)
 static inline void nxrt_leave(void) { nxrt_stk[0]--; }
 
 /* The live region holding [a, a + size), or NULL. */
+static int64_t nxrt_last_live;          /* index of the region find_live found last */
+
 static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
 {
-    int64_t lo = 0, hi = nxrt_nlive - 1, i;
+    int64_t lo = 0, hi = nxrt_nlive - 1, i = nxrt_last_live;
+    /* Misses often come in runs on one mapping (each site of a loop nest in
+       turn): first the region found last.  An index the table's shifts made
+       stale names another live region or none: still a valid test. */
+    if (i < nxrt_nlive && a - nxrt_live[i].base < nxrt_live[i].len && nxrt_live[i].len - (a - nxrt_live[i].base) >= size)
+        return &nxrt_live[i];
     while (lo <= hi) {                       /* last region with base <= a */
         int64_t mid = lo + (hi - lo) / 2;
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
-    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size)
+    if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
+        nxrt_last_live = hi;
         return &nxrt_live[hi];
+    }
     for (i = nxrt_nbufs - 1; i >= 0; i--) {  /* API buffers may overlap: scan them */
         const nxrt_region *b = &nxrt_bufs[i];
         if (a - b->base < b->len && b->len - (a - b->base) >= size)
@@ -593,8 +602,9 @@ static uint64_t nxrt_new_id(void)
     return id;
 }
 
-__attribute__((noinline))
-static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site)
+/* The site's new cache entry for an access at a; if the access is not valid,
+   a trap (trap != 0) or the entry (0, 0), which no address hits. */
+static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align, int site, int trap)
 {
     nxrt_site_cache c;
     nxrt_global_cache *g = &nxrt_sc[site];
@@ -605,14 +615,34 @@ static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align,
         return c;
     }
     r = nxrt_find_live(a, size);
-    if (r == NULL || (a & (align - 1)) != 0)
-        nxrt_explain(a, size, align, site, "invalid memory access");
+    if (r == NULL || (a & (align - 1)) != 0) {
+        if (trap)
+            nxrt_explain(a, size, align, site, "invalid memory access");
+        c.base = 0;
+        c.span = 0;
+        return c;
+    }
     c.base = r->base;
     c.span = (r->base & (align - 1)) ? 0 : (r->len - size) / align + 1;
     g->base = c.base;
     g->span = c.span;
     g->id = r->id;
     return c;
+}
+
+__attribute__((noinline))
+static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 1);
+}
+
+/* The same lookup for the checks hoisted before a loop (nxc/lower/hoist.py):
+   an invalid access is not a fault there (the loop then runs its checked
+   copy, which stops at the exact iteration), only a failed test. */
+__attribute__((noinline))
+static nxrt_site_cache nxrt_chk_try(uintptr_t a, uint64_t size, uint64_t align, int site)
+{
+    return nxrt_chk_lookup(a, size, align, site, 0);
 }
 
 #define NXRT_LOG2(n) ((n) >= 8 ? 3u : (n) >= 4 ? 2u : (n) >= 2 ? 1u : 0u)
@@ -630,6 +660,54 @@ static nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align,
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
         (void *)nx_a; }))
+
+/* Hoisted checks (nxc/lower/hoist.py): each is true when a whole loop's
+   accesses of one place are valid, and never traps.  They use a cache pair
+   of their own, as NXRT_CHK does.
+   NXRT_TRY: one access to a T at `addr` is valid. */
+#define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
+        uintptr_t nx_a = (uintptr_t)(addr);                                                  \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE));      \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+        }                                                                                     \
+        nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) < nx_cs##K; })
+
+/* The reach + 1 elements of a T from `first` all lie in the cached mapping,
+   aligned: position k of the first (rotr as in NXRT_CHK) and k + reach <
+   span.  Only for a T whose size is its alignment (a scalar or pointer), so
+   one position is one element; the emitter uses it for nothing else. */
+#define NXRT_SPAN1(T, first, n, K, SITE) __extension__({                                    \
+        uintptr_t nx_a = (uintptr_t)(first);                                                 \
+        uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
+        if (nx_k >= nx_cs##K) {                                                               \
+            nxrt_site_cache nx_c = nxrt_chk_try(nx_a, sizeof(T), _Alignof(T), (SITE)); \
+            nx_cb##K = nx_c.base;                                                             \
+            nx_cs##K = nx_c.span;                                                             \
+            nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \
+        }                                                                                     \
+        nx_k < nx_cs##K && (uint64_t)(n) < nx_cs##K - nx_k; })
+
+/* *reach = n1*s1 + n2*s2 (the last element's distance from the first, in
+   elements, over a loop nest), if no stride is negative and nothing overflows. */
+static inline int nxrt_reach(uint64_t *reach, uint64_t n1, int64_t s1, uint64_t n2, int64_t s2)
+{
+    uint64_t a, b;
+    if (s1 < 0 || s2 < 0 || __builtin_mul_overflow(n1, (uint64_t)s1, &a) ||
+            __builtin_mul_overflow(n2, (uint64_t)s2, &b) || __builtin_add_overflow(a, b, reach))
+        return 0;
+    return 1;
+}
+
+/* [f, f + fsize) does not overlap the reach + 1 elements of `size` bytes
+   from first: a store there cannot change the pointer read at f.
+   Both were checked inside mappings first, so no sum wraps. */
+static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint64_t reach, uint64_t size)
+{
+    uint64_t end = first + (reach + 1u) * size;
+    return f + fsize <= first || end <= f;
+}
 
 static int nxrt_add_live(const nxrt_region *r)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 /* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
 #define NXRT_CHECKED 1
-#define NXRT_SITES 11
+#define NXRT_SITES 17
 #include "nx_runtime.h"
 
 /* A bool in memory is a byte, and any nonzero byte reads as true
@@ -151,6 +151,7 @@ static int64_t nxf_main(void);
 #line 11 "<golden>/f32_dot.nx"
 static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
 {
+    uint64_t nx_t0;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
     volatile int32_t *nx_fr = nxrt_enter(0);
@@ -159,12 +160,23 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
 #line 13 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 14 "<golden>/f32_dot.nx"
-    *nx_fr = 1;
-    while (l_i < l_n) {
+    if (__builtin_expect(!!(!(l_i < l_n) || ((nx_t0 = (uint64_t)l_n - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 1)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 2)))), 1)) {
+        *nx_fr = 3;
+        while (l_i < l_n) {
 #line 15 "<golden>/f32_dot.nx"
-        lf_acc = (lf_acc + (nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 2)) * nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 3))));
+            lf_acc = (lf_acc + (nxrt_f32_from_bits(l_a[l_i]) * nxrt_f32_from_bits(l_b[l_i])));
 #line 16 "<golden>/f32_dot.nx"
-        l_i = ((int64_t)(l_i + INT64_C(1)));
+            l_i = ((int64_t)(l_i + INT64_C(1)));
+        }
+    } else {
+#line 14 "<golden>/f32_dot.nx"
+        *nx_fr = 4;
+        while (l_i < l_n) {
+#line 15 "<golden>/f32_dot.nx"
+            lf_acc = (lf_acc + (nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 5)) * nxrt_f32_from_bits(NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 6))));
+#line 16 "<golden>/f32_dot.nx"
+            l_i = ((int64_t)(l_i + INT64_C(1)));
+        }
     }
 #line 18 "<golden>/f32_dot.nx"
     { int64_t nx_r = nxrt_f32_to_bits(lf_acc); nxrt_leave(); return nx_r; }
@@ -173,34 +185,48 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
 #line 21 "<golden>/f32_dot.nx"
 static int64_t nxf_main(void)
 {
-    int64_t nx_t0;
-    float nx_t1;
-    _Bool nx_t2;
+    uint64_t nx_t0;
+    int64_t nx_t1;
+    float nx_t2;
+    _Bool nx_t3;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
-    volatile int32_t *nx_fr = nxrt_enter(4);
+    volatile int32_t *nx_fr = nxrt_enter(7);
 #line 22 "<golden>/f32_dot.nx"
-    int64_t * l_a = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(64), 5));
+    int64_t * l_a = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(64), 8));
 #line 23 "<golden>/f32_dot.nx"
     int64_t * l_b = ((int64_t *)(intptr_t)((int64_t)(((int64_t)(intptr_t)l_a) + INT64_C(32))));
 #line 24 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 25 "<golden>/f32_dot.nx"
-    *nx_fr = 6;
-    while (l_i < INT64_C(4)) {
+    if (__builtin_expect(!!(!(l_i < INT64_C(4)) || ((nx_t0 = (uint64_t)INT64_C(4) - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 9)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 10)))), 1)) {
+        *nx_fr = 11;
+        while (l_i < INT64_C(4)) {
 #line 26 "<golden>/f32_dot.nx"
-        NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 7) = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
+            l_a[l_i] = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
 #line 27 "<golden>/f32_dot.nx"
-        NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 8) = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
+            l_b[l_i] = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
 #line 28 "<golden>/f32_dot.nx"
-        l_i = ((int64_t)(l_i + INT64_C(1)));
+            l_i = ((int64_t)(l_i + INT64_C(1)));
+        }
+    } else {
+#line 25 "<golden>/f32_dot.nx"
+        *nx_fr = 12;
+        while (l_i < INT64_C(4)) {
+#line 26 "<golden>/f32_dot.nx"
+            NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 13) = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
+#line 27 "<golden>/f32_dot.nx"
+            NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 14) = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
+#line 28 "<golden>/f32_dot.nx"
+            l_i = ((int64_t)(l_i + INT64_C(1)));
+        }
     }
 #line 30 "<golden>/f32_dot.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t0 = nxrt_nx_f32_to_i32((*nx_fr = 9, nxf_dot(l_a, l_b, INT64_C(4)))), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(20)))) {
+    if ((nx_gate_cap_mask = 0u, ((nx_t1 = nxrt_nx_f32_to_i32((*nx_fr = 15, nxf_dot(l_a, l_b, INT64_C(4)))), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != INT64_C(20)))) {
         { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nxrt_leave(); return nx_r; }
     }
 #line 31 "<golden>/f32_dot.nx"
-    if ((nx_gate_cap_mask = 0u, (nx_t2 = ((nx_t1 = nxrt_f32_from_bits((*nx_fr = 10, nxf_dot(l_a, l_b, INT64_C(4)))), nx_t1) < ((float)(int32_t)INT64_C(19))), nx_gate_captured[0] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(1), nx_t2))) {
+    if ((nx_gate_cap_mask = 0u, (nx_t3 = ((nx_t2 = nxrt_f32_from_bits((*nx_fr = 16, nxf_dot(l_a, l_b, INT64_C(4)))), nx_t2) < ((float)(int32_t)INT64_C(19))), nx_gate_captured[0] = (int64_t)nx_t3, nx_gate_cap_mask |= UINT32_C(1), nx_t3))) {
         { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nxrt_leave(); return nx_r; }
     }
 #line 32 "<golden>/f32_dot.nx"

@@ -34,6 +34,8 @@ from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
+from nxc.lower.effects import memory_free, silent
+from nxc.lower.hoist import LoopPlan, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
 
@@ -140,7 +142,8 @@ class FunctionEmitter(FunctionEmitterBase):
     """Writes one function body as C statements (lines of text)."""
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
-                 checked: bool = False, may_unmap: frozenset = frozenset()):
+                 checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset(),
+                 silent: frozenset = frozenset()):
         super().__init__(program, fn, gate)
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through NXRT_CHK, every call and loop head keeps the shadow
@@ -151,18 +154,29 @@ class FunctionEmitter(FunctionEmitterBase):
         # after which this function's site caches (nx_cbK/nx_csK) are forgotten.
         self.may_unmap = may_unmap
         self.cache_count = 0
+        # Loops whose checks are done once before them (nxc/lower/hoist.py), and
+        # while the fast copy of one is written, the accesses it leaves unchecked.
+        self.loop_plans = plan_loops(fn, program, memory_free) if checked else {}
+        self.fast: frozenset = frozenset()
+        self.subst: dict = {}
+        # Fields an enclosing hoisted loop proved no store of its nest overwrites.
+        self.apart_done: frozenset = frozenset()
+        self.fallback = False                   # writing the checked copy of a hoisted loop
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
         self.cache_of: dict[tuple[str, str], int] = {}
         self.pointer_text: list[str] = []     # set by address(): the pointer the place is reached through
-        # A function with no loop and no call of an nx function takes no shadow-stack
-        # frame: it cannot spin or recurse, and a fault in it names it by its own
-        # site (faults.stack_from puts it on top of its caller's frame). Small
-        # helpers called in hot loops (nx_f32_max, nx_f32_exp) stay as cheap
-        # and as inlinable as unchecked.
-        own = {f.decl.name for f in program.functions}
-        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & own))
+        # A function with no loop and no call of an nx function that could fail or
+        # spin takes no shadow-stack frame: it cannot spin or recurse, and a fault
+        # in it names it by its own site (faults.stack_from puts it on top of its
+        # caller's frame). Small helpers called in hot loops (nx_f32_max,
+        # nx_f32_exp) stay as cheap and as inlinable as unchecked. A call of a
+        # silent function (nxc/lower/effects.py: no fault, no loop possible in
+        # it) stores no site either.
+        self.silent = silent
+        self.loud = {f.decl.name for f in program.functions} - silent
+        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
@@ -264,6 +278,39 @@ class FunctionEmitter(FunctionEmitterBase):
         self.emit("}")
 
     def visit_While(self, s: ast.While) -> None:
+        plan = self.loop_plans.get(s)
+        outer = self.fast                       # inside the fast copy of an enclosing loop
+        if plan is None or plan.nodes() <= outer or self.fallback:
+            # (In the checked copy of an enclosing hoisted loop, which runs when a
+            # range test failed, mostly before a fault, its inner loops stay
+            # single: four copies of a loop body would cost compile time, not speed.)
+            self.loop(s)
+            return
+        # Loop versioning (nxc/lower/hoist.py): when the range checks before the
+        # loop pass, a copy without the checks they cover runs; else the checked
+        # copy, which stops at the exact iteration and site of a fault.
+        self.fast = outer | plan.nodes()
+        apart = self.apart_done
+        # The checked copy is the cold path (mostly: a fault is ahead): GCC then
+        # optimizes it for size, and spends its vectorizer on the fast copy only.
+        self.emit(f"if (__builtin_expect(!!({self.hoisted_checks(plan, outer)}), 1)) {{")
+        self.depth += 1
+        self.apart_done = apart | {f.node for f in plan.fixed if f.base_of}
+        self.loop(s)
+        self.apart_done = apart
+        self.depth -= 1
+        self.fast = outer
+        self.emit("} else {")
+        self.depth += 1
+        self.last_line = None
+        self.line_directive(s.pos)
+        self.fallback = True
+        self.loop(s)
+        self.fallback = False
+        self.depth -= 1
+        self.emit("}")
+
+    def loop(self, s: ast.While) -> None:
         if self.checked and self.restamps(s):
             self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
         elif self.checked:
@@ -340,6 +387,8 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def visit_Name(self, e: ast.Name) -> str:
         sym = self.sym(e)
+        if sym in self.subst:               # an inner loop's counter, at its start (hoisted_checks)
+            return self.subst[sym]
         if sym in self.float_locals:        # its bits are observed here
             return f"nxrt_f32_to_bits(lf_{sym.unique})"
         if sym.kind in ("local", "param"):
@@ -480,16 +529,18 @@ class FunctionEmitter(FunctionEmitterBase):
         return self.expr(e)
 
     def checked_place(self, e: ast.Expr, mode: str) -> str:
-        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked."""
+        """`NXRT_CHK(T, address, cache, site)`: the place, after its access was checked
+        (in the fast copy of a hoisted loop, the plain place: checked before the loop)."""
+        if e in self.fast:
+            if isinstance(e, ast.Index):
+                pre, base = self.sequenced(e.base, [e.index])
+                text = f"{base}[{self.expr(e.index)}]"
+                return f"(*({pre}, &{text}))" if pre else text
+            return f"{self.expr(e.base)}->f_{e.name}"
         t = c_type(self.ty(e))
         site = self.site(e.pos, f"{mode} of {_access_type_name(self.ty(e))}", "access")
         address = self.address(e)
-        key = (self.pointer_text.pop() if self.pointer_text else address, t)
-        k = self.cache_of.get(key)
-        if k is None:
-            k = self.cache_of[key] = self.cache_count
-            self.cache_count += 1
-        return f"NXRT_CHK({t}, {address}, {k}, {site})"
+        return f"NXRT_CHK({t}, {address}, {self.cache_for(address, t)}, {site})"
 
     def address(self, e: ast.Expr) -> str:
         """The address of a memory place as a uintptr_t expression, not checked
@@ -517,12 +568,94 @@ class FunctionEmitter(FunctionEmitterBase):
             return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
 
+    def cache_for(self, address: str, t: str) -> int:
+        """The cache pair of the place whose address() was just written: accesses
+        through the same pointer at the same type share one (see cache_of)."""
+        key = (self.pointer_text.pop() if self.pointer_text else address, t)
+        self.pointer_text = []
+        k = self.cache_of.get(key)
+        if k is None:
+            k = self.cache_of[key] = self.cache_count
+            self.cache_count += 1
+        return k
+
+    def hoisted_checks(self, plan: LoopPlan, done: frozenset) -> str:
+        """The C condition under which the fast copy of `plan.loop` may run: the
+        loop runs no iteration, or every access it leaves unchecked is valid in
+        every iteration of the nest (runtime/nx_runtime.h: NXRT_TRY, NXRT_SPAN1,
+        nxrt_reach, nxrt_apart). Evaluated where the loop starts: its own
+        counter holds its first value, an inner loop's counter is replaced by
+        the start its loop gets. `done`: accesses an enclosing loop's checks
+        already cover (no test of their own here)."""
+        tests, counts, runs = [], [], []
+        for k, c in enumerate(plan.counters):
+            first = f"l_{c.sym.unique}" if k == 0 else f"({self.expr(c.start)})"
+            bound = self.expr(c.bound)
+            n = self.new_temp("uint64_t")       # iterations - 1, when there is one
+            if c.inclusive:
+                runs.append(f"{first} <= {bound}")
+                count = f"{bound} != INT64_MAX && ({n} = (uint64_t){bound} - (uint64_t){first}, 1)"
+            else:
+                runs.append(f"{first} < {bound}")
+                count = f"({n} = (uint64_t){bound} - (uint64_t){first} - 1u, 1)"
+            tests.append(count)
+            counts.append(n)
+        # An inner loop that runs no iteration: no test for its accesses.
+        runs_in = {k: "" if k == 0 else f"!({runs[k]}) || " for k in range(len(plan.counters))}
+        self.subst = {c.sym: f"({self.expr(c.start)})" for c in plan.counters[1:]}
+        fields = {}
+        for f in plan.fixed:            # first: the ranges below read the base fields
+            t = c_type(self.ty(f.node))
+            addr = self.address(f.node)
+            k = self.cache_for(addr, t)
+            fields[f.node] = addr
+            if f.node not in done:
+                site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of "
+                                 f"{_access_type_name(self.ty(f.node))}", "access")
+                tests.append(f"NXRT_TRY({t}, {addr}, {k}, {site})")
+        spans = []
+        need_stores = any(f.base_of and f.node not in self.apart_done for f in plan.fixed)
+        for r in plan.ranges:
+            if r.node in done and not (r.store and need_stores):
+                continue
+            t = c_type(self.ty(r.node))
+            first = self.address(r.node)
+            k = self.cache_for(first, t)
+            if len(r.terms) == 1 and r.terms[0][1] is None:
+                # `p[I + d]`: the last element is n = iterations - 1 after the first
+                reach, test = counts[r.terms[0][0]], ""
+            else:
+                reach = self.new_temp("uint64_t")   # elements from the first to the last
+                terms = [(counts[c], "INT64_C(1)" if stride is None else self.expr(stride)) for c, stride in r.terms]
+                terms += [("0u", "0")] * (2 - len(terms))
+                test = f"nxrt_reach(&{reach}, {terms[0][0]}, {terms[0][1]}, {terms[1][0]}, {terms[1][1]})"
+            spans.append((r, first, reach, t))
+            if r.node not in done:
+                site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of "
+                                 f"{_access_type_name(self.ty(r.node))}", "access")
+                test += f"{' && ' if test else ''}NXRT_SPAN1({t}, {first}, {reach}, {k}, {site})"
+            if test:
+                tests.append(f"({runs_in[r.region]}{test})")
+        # No store of the nest may overwrite a pointer some range was computed from.
+        for f in plan.fixed:
+            if not f.base_of or f.node in self.apart_done:      # an enclosing loop's tests cover it
+                continue
+            fa, ft = fields[f.node], c_type(self.ty(f.node))
+            for r, first, reach, t in spans:
+                if r.store:
+                    tests.append(f"({runs_in[r.region]}nxrt_apart({fa}, sizeof({ft}), {first}, {reach}, sizeof({t})))")
+            for g in plan.fixed:
+                if g.store:
+                    tests.append(f"nxrt_apart({fa}, sizeof({ft}), {fields[g.node]}, 0u, "
+                                 f"sizeof({c_type(self.ty(g.node))}))")
+        self.subst = {}
+        return f"!({runs[0]}) || ({' && '.join(tests)})"
+
     def restamps(self, s: ast.While) -> bool:
         """Whether the loop must store its site each iteration: its body (or
         condition) holds a call of an nx function or an inner loop, which
         store theirs in this frame's slot."""
-        own = {fn.decl.name for fn in self.program.functions}
-        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & own)
+        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
 
     def frame_at(self, pos, kind: str) -> str:
         """Store a site in this function's shadow-stack slot (where it is now)."""
@@ -539,7 +672,7 @@ class FunctionEmitter(FunctionEmitterBase):
             parts = pres
         else:
             call = f"{func_c_name(sym)}({', '.join(args)})"
-            parts = pres + [self.frame_at(e.pos, 'call')]
+            parts = pres if sym.name in self.silent else pres + [self.frame_at(e.pos, 'call')]
         if sym.name in self.may_unmap:
             # A mapping may have ended: forget the site caches, after the call.
             if self.ty(e) is None or self.ty(e) is VOID:
@@ -631,9 +764,12 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     captures = dict(plan_program(program).captures)
     functions = []
     unmapping = frozenset(may_unmap(program)) if checked else frozenset()
+    touch_nothing = frozenset(memory_free(program)) if checked else frozenset()
+    quiet = frozenset(silent(program)) if checked else frozenset()
     for fn in program.functions:
         body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
-                               checked=checked, may_unmap=unmapping).body()
+                               checked=checked, may_unmap=unmapping, memory_free=touch_nothing,
+                               silent=quiet).body()
         functions.append({"signature": signature(fn), "body": body,
                           "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)})
     structs = [{"name": st.name, "size": st.size,
