@@ -21,6 +21,20 @@ bundled ones they import) of one `cc -c` of that module's own C, as the
 gates' objects are compiled (nxc/backend/c/objects.py), CPU time of the
 compiler processes only.
 
+Then, on the module at the top of the tree (the last one, t{N-1}.nx):
+- `nxc check TOP` with no verdicts yet (every body of its closure checked),
+  again (nothing changed: every body's clean verdict reused), and after a
+  body edit of the leaf t0000.nx (only the leaf re-checked);
+- `nxc.load(TOP)` in a fresh process (check, build for the Python API or
+  take the cached build, load);
+- in this process, the front end of TOP split in phases (best of 3): load
+  the graph from the parse cache, the declarations of the whole closure,
+  the bodies of the whole closure, the declarations again with the bodies of
+  TOP alone (CPU time; the graph's load from the disk's parse cache once, the
+  checker phases best of 3): what a check of one module against its imports
+  costs when their declarations are collected from the ASTs
+  (nxc/check/summary.py).
+
 Wall time on a shared machine depends on the load; CPU time is the figure to
 compare between runs made at different times.
 """
@@ -64,7 +78,8 @@ def timed(cmd: list[str], env: dict) -> dict:
             "status": proc.returncode, "output": out}
 
 
-def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick: bool = True) -> list[dict]:
+def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick: bool = True,
+               test_edits: bool = True) -> list[dict]:
     tree = os.path.join(out_dir, f"tree{n}-{graph}")
     cache = os.path.join(out_dir, f"cache{n}-{graph}")
     shutil.rmtree(tree, ignore_errors=True)
@@ -76,20 +91,31 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
     env = dict(os.environ, NXC_CACHE_DIR=cache)
     test = nxc_command() + ["test", tree, "-q", "-j", str(jobs)]
     leaf = os.path.join(tree, "t0000.nx")
+    top = os.path.join(tree, f"t{n - 1:04d}.nx")
     rows = []
-    for step, edit in (("cold", None), ("no change", None), ("leaf body edited", "body"),
-                       ("leaf interface edited", "interface")):
+    steps = [("cold", None, test), ("no change", None, test), ("leaf body edited", "body", test),
+             ("leaf interface edited", "interface", test),
+             ("nxc check TOP, no verdicts", None, nxc_command() + ["check", top]),
+             ("nxc check TOP, no change", None, nxc_command() + ["check", top]),
+             ("nxc check TOP, leaf body edited", "body", nxc_command() + ["check", top]),
+             ("nxc.load(TOP)", None, [sys.executable, "-c", f"import nxc; nxc.load({top!r})"])]
+    if not test_edits:      # --no-test-edits: the two `nxc test` runs after an edit are left out
+        steps = [st for st in steps if not (st[1] and st[2] is test)]
+    for step, edit, cmd in steps:
         if edit:
             subprocess.run(gen + ["--edit", edit, leaf], check=True, capture_output=True)
-        r = timed(test, env)
+        r = timed(cmd, env)
         if r["status"] != 0:
             sys.exit(f"{step} run of the {n}-module tree failed (exit {r['status']}):\n{r['output'][-3000:]}")
         r.update(n=n, graph=graph, step=step, cache_mb=folder_bytes(cache) / 1e6)
         rows.append(r)
-        print(f"{n:>4} {graph:<9} {step:<22} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
+        print(f"{n:>4} {graph:<9} {step:<32} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
     if yardstick:
         rows.append(own_c_yardstick(tree, n, graph))
+    split = front_end_split(top, cache)
+    print(f"# {n} {graph}: front end of {os.path.basename(top)} (closure {split['modules']} modules): "
+          + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in split.items() if k != "modules"), flush=True)
     return rows
 
 
@@ -133,6 +159,37 @@ def own_c_yardstick(tree: str, n: int, graph: str) -> dict:
             "cpu": cpu, "rss_mb": float("nan"), "cache_mb": float("nan")}
 
 
+def front_end_split(top: str, cache: str) -> dict:
+    """Seconds of each phase of TOP's front end, best of 3, in this process
+    (the parse cache of `cache` is warm after the runs above)."""
+    os.environ["NXC_CACHE_DIR"] = cache
+    sys.path.insert(0, ROOT)
+    from nxc.check.checker import Checker
+    from nxc.check.frontend import load_graph
+    from nxc.diagnostics import Diagnostics
+    best: dict = {}
+    for round_ in range(3):
+        t0 = time.process_time()
+        diags = Diagnostics()
+        graph = load_graph(top, None, diags)
+        t1 = time.process_time()
+        full = Checker(graph, diags)
+        funcs = full.check_declarations()
+        t2 = time.process_time()
+        full.check_bodies(funcs)
+        t3 = time.process_time()
+        one = Checker(graph, Diagnostics())
+        one.check_bodies(one.check_declarations(), only={graph.root.source.path})
+        t4 = time.process_time()
+        if round_ == 0:             # from the disk's parse cache; later rounds hit this process's copy
+            best["load graph (parse cache on disk)"] = t1 - t0
+        for k, v in (("declarations", t2 - t1), ("all bodies", t3 - t2),
+                     ("declarations + TOP's bodies", t4 - t3)):
+            best[k] = min(best.get(k, v), v)
+        best["modules"] = len(graph.modules)
+    return best
+
+
 def markdown(rows: list[dict]) -> str:
     lines = ["| N | graph | run | wall | CPU | peak RSS | cache on disk |",
              "|---|---|---|---|---|---|---|"]
@@ -155,11 +212,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join("/tmp", "nxc-tree-bench"),
                     help="where trees and their cache folders go (default: /tmp/nxc-tree-bench)")
     ap.add_argument("--no-yardstick", action="store_true", help="skip the sum of one cc -c per module")
+    ap.add_argument("--no-test-edits", action="store_true",
+                    help="leave out the `nxc test` runs after the leaf edits (each about a cold run while a "
+                         "gate's C holds its closure); the `nxc check` rows after an edit stay")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     rows = []
     for n in args.sizes:
-        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, not args.no_yardstick)
+        rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, not args.no_yardstick,
+                           test_edits=not args.no_test_edits)
     print()
     print(markdown(rows))
     return 0

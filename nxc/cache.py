@@ -164,6 +164,22 @@ def file_digest(path: str) -> bytes:
     return h.digest()
 
 
+def folders_digest(folders: list[str], base: str, keep=lambda name: True) -> str:
+    """A digest of every file under `folders` (names relative to `base`, and
+    contents) that `keep` accepts, walked in a fixed order: what a key of
+    something nxc's own code produced must cover (its code, the runtime)."""
+    h = hashlib.sha256()
+    for top in folders:
+        for folder, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(names):
+                if keep(name):
+                    path = os.path.join(folder, name)
+                    h.update(os.path.relpath(path, base).encode("utf-8", "surrogateescape") + b"\0")
+                    h.update(file_digest(path))
+    return h.hexdigest()
+
+
 def stamp(path: str) -> None:
     """Record what `path` (a built artefact) holds, in its sidecar."""
     write_atomically(path + SIDECAR, seal(os.path.basename(path), file_digest(path)))
@@ -196,6 +212,8 @@ CACHE_PARTS = {
     "parse": "parsed modules and the grammar's parse table",
     "results": "passing gate results (nxc test: PASS (cached))",
     "state": "last-failed items per project (nxc test --lf / --ff)",
+    "index": "the module index: stat, source digest and imports per module (nxc/index.py)",
+    "summaries": "clean check verdicts per module, keyed by its source and its imports' interfaces",
 }
 
 

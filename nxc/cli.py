@@ -86,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     c = sub.add_parser("check", help="parse and check modules, report every error",
-                       description="Parse and type-check each FILE and everything it imports.")
+                       description="Parse and type-check each FILE and everything it imports. A module "
+                                   "whose source and imports' interfaces are unchanged since it last checked "
+                                   "clean is not checked again (its warnings are shown as then).")
     c.add_argument("files", nargs="+", metavar="FILE", help="modules, or folders (every .nx module under them)")
     _add_include(c)
     _add_warn(c)
@@ -225,11 +227,24 @@ def _modules_of(paths: list[str]) -> list[str]:
     return [p for arg in paths for p in (find_modules([arg]) if os.path.isdir(arg) else [arg])]
 
 
+def _check_summarised(path: str, args) -> None:
+    """`nxc check` of one module: bodies with a clean verdict for their source
+    and their closure's interfaces are not checked again (nxc/check/summary.py)."""
+    from nxc.check.summary import check_incremental
+    diags = Diagnostics(warnings=not args.no_warn)
+    checked = check_incremental(path, args.include, diags)
+    for text in checked.warnings:
+        print(text, file=sys.stderr)
+    if os.environ.get("NXC_DEBUG_STATS"):       # docs/performance.md: what was re-checked
+        import json
+        print("nxc: stats: " + json.dumps({"checked": checked.checked, "reused": checked.reused}), file=sys.stderr)
+
+
 def cmd_check(args) -> int:
     status = EXIT_OK
     for path in _modules_of(args.files):
         try:
-            _front(path, args)
+            _check_summarised(path, args)
         except CompileError as exc:
             _report_compile_error(exc)
             status = EXIT_FAIL

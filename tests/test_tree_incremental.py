@@ -1,4 +1,5 @@
-"""Which gates of a tree are rebuilt after each kind of edit (bench/gen_tree.py trees).
+"""Which gates of a tree are rebuilt, and which modules re-checked, after each kind of edit
+(bench/gen_tree.py trees).
 
 Each module is compiled once to its own object (nxc/backend/c/objects.py),
 keyed by its source and the interfaces of its import closure; a gate links
@@ -7,7 +8,11 @@ whose closure holds it are built again (relinked), every other gate is a
 cache hit, and every gate still passes; and which objects are compiled
 again depends on the kind of edit: a body edit recompiles the edited module
 only, an interface edit the edited module and every module importing it.
-(Per-module check summaries are issue 21 part B: see docs/performance.md.)
+A run after no change reports every gate from the module index without
+parsing anything (the `--json` summary's "incremental" counters). `nxc
+check` of the top module re-checks the bodies of the edited module only
+after a body edit, and of the edited module and the modules whose closure
+holds it after an interface edit (NXC_DEBUG_STATS=1).
 """
 from __future__ import annotations
 
@@ -37,20 +42,23 @@ def _closures(tree: str) -> dict[str, set[str]]:
     return closure
 
 
-def _run(tree: str, cache: str, objects: dict | None = None) -> dict[str, bool]:
+def _run(tree: str, cache: str, objects: dict | None = None, counters: dict | None = None) -> dict[str, bool]:
     """nxc test over the tree: module -> whether its build (or result) came from the cache.
     `objects`, if given, gets "recompiled" (the modules whose objects were
-    compiled, by any gate) and "relinked" (the gates whose library was linked)."""
+    compiled, by any gate) and "relinked" (the gates whose library was linked);
+    `counters` the summary's "incremental" counters."""
     proc = subprocess.run([sys.executable, "-m", "nxc", "test", tree, "--json", "-j", "2"],
                           capture_output=True, text=True, env=dict(os.environ, NXC_CACHE_DIR=cache))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    results = [r for r in (json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{"))
-               if r.get("event") == "result"]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = [r for r in events if r.get("event") == "result"]
     assert results and all(r["passed"] for r in results)
     name = lambda path: os.path.basename(path).split(".nx")[0].split("::")[0]     # noqa: E731
     if objects is not None:
         objects["recompiled"] = [name(p) for r in results for p in r["recompiled"]]
         objects["relinked"] = {name(r["id"]) for r in results if r["relinked"]}
+    if counters is not None:
+        counters.update(events[-1]["incremental"])
     # reused: the build came from the cache, or the whole result did (PASS (cached))
     return {os.path.basename(r["id"]).split(".nx")[0].split("::")[0]: bool(r["build_cached"] or r.get("cached"))
             for r in results}
@@ -79,16 +87,24 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
     assert len(built["recompiled"]) == len(set(built["recompiled"]))
     assert set(built["recompiled"]) & modules == modules and built["relinked"] == modules
 
-    warm = _run(tree, cache)
-    assert all(warm.values())                                        # no change: nothing compiled
+    counters: dict = {}
+    warm = _run(tree, cache, counters=counters)
+    assert all(warm.values())                                        # no change: nothing compiled,
+    assert counters["sent_units"] == 0 and counters["parsed"] == 0   # nothing parsed, no worker
+    assert counters["cached_units"] == len(modules)
 
+    top = max(modules)
+    assert _checked(tree, cache, top) == {m for m in modules if m in closures[top]}    # no verdicts yet
+    assert _checked(tree, cache, top) == set()                                        # no change
     for kind, edited in (("body", "t0000"), ("interface", "t0002")):
         subprocess.run([sys.executable, GEN, "--edit", kind, os.path.join(tree, edited + ".nx")],
                        check=True, capture_output=True)
-        built = {}
-        after = _run(tree, cache, built)
-        rebuilt = {m for m, cached in after.items() if not cached}
         importers = {m for m in modules if edited in closures[m]}
+        rechecked = _checked(tree, cache, top)
+        assert rechecked == ({edited} if kind == "body" else importers & closures[top]), (kind, rechecked)
+        built = {}
+        after = _run(tree, cache, built, counters)
+        rebuilt = {m for m, cached in after.items() if not cached}
         assert rebuilt == importers, (kind, edited)
         assert edited in rebuilt
         assert built["relinked"] == importers, (kind, edited)       # every importer linked again ...
@@ -96,4 +112,16 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
             assert built["recompiled"] == [edited], built
         else:                                                       # an interface: every importer's object too
             assert sorted(built["recompiled"]) == sorted(importers), built
+        assert counters["sent_units"] == len(importers) and counters["parsed"] == 1     # only the edited file
     assert after["t0000"] and after["t0001"]    # earlier than t0002, so never importing it: cache hits
+
+
+def _checked(tree: str, cache: str, module: str) -> set[str]:
+    """`nxc check` of `module`: the tree modules whose bodies it checked (not taken from a verdict)."""
+    proc = subprocess.run([sys.executable, "-m", "nxc", "check", os.path.join(tree, module + ".nx")],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
+    assert proc.returncode == 0, proc.stderr
+    line = next(line for line in proc.stderr.splitlines() if line.startswith("nxc: stats: "))
+    checked = json.loads(line[len("nxc: stats: "):])["checked"]
+    return {os.path.basename(p)[:-3] for p in checked if os.path.dirname(p) == os.path.realpath(tree)}

@@ -33,6 +33,12 @@ __all__ = ["Checker", "check_program", "Function", "GateReturn", "Program", "sof
 class Checker(DeclChecker, StmtChecker, ExprChecker, CallChecker):
     # ---- entry point ----
     def check(self) -> Program:
+        return self.check_bodies(self.check_declarations())
+
+    def check_declarations(self) -> list[Function]:
+        """Every phase but the bodies: names, types and layouts, constants,
+        signatures, globals, of every module of the graph. Returns the
+        functions with a body, for `check_bodies`."""
         self.collect_declarations()
         self.diags.raise_if_errors()
         for st in list(self.structs.values()):
@@ -40,13 +46,22 @@ class Checker(DeclChecker, StmtChecker, ExprChecker, CallChecker):
         for name in self.aliases:
             self.alias_type(name, self.aliases[name].pos)
         funcs = self.function_signatures()
-        const_syms = [s for s in self.top.values() if s.kind == "const"]
-        for sym in const_syms:
+        self.const_syms = [s for s in self.top.values() if s.kind == "const"]
+        for sym in self.const_syms:
             self.const_value(sym, sym.pos)
-        globals_ = self.check_globals()
+        self.globals_ = self.check_globals()
         self.diags.raise_if_errors()
+        return funcs
+
+    def check_bodies(self, funcs: list[Function], only: set[str] | None = None) -> Program:
+        """Check the bodies of `funcs`; with `only` (real paths of modules),
+        just those of the modules named there (nxc/check/summary.py: the
+        others were checked clean before against the same interfaces), and
+        the Program holds only their functions."""
         entry = None
         for fn in funcs:
+            if only is not None and fn.module.source.path not in only:
+                continue
             is_entry = fn.module is self.graph.root and fn.decl.name == "main"
             self.check_body(fn, is_entry)
             if fn.decl.name != "main" or fn.module is self.graph.root:
@@ -54,7 +69,7 @@ class Checker(DeclChecker, StmtChecker, ExprChecker, CallChecker):
             if is_entry:
                 entry = fn
         self.diags.raise_if_errors()
-        return Program(self.graph, self.struct_order, const_syms, globals_, self.functions,
+        return Program(self.graph, self.struct_order, self.const_syms, self.globals_, self.functions,
                        self.externs, entry, self.gate_returns, self.diags.warnings, self.info)
 
 

@@ -47,18 +47,29 @@ def check_file(path: str, include: list[str] | None = None,
 
 
 def _check_file(path, include, diags, soft_f32) -> Program:
-    graph = load_program(path, include, diags)
-    if soft_f32:
-        _load_soft_f32(graph, path, include, diags)
+    graph = load_graph(path, include, diags, soft_f32)
     try:
         return check_program(graph, diags, soft_f32=soft_f32)
     except CompileError:
-        # An error inside an imported module also says how it was reached.
-        for d in diags.items:
-            chain = graph.chains.get(d.pos.file.path) if d.pos is not None else None
-            for pos in reversed(chain or []):
-                d.notes.append(Diagnostics.note(pos, "imported from here"))
+        add_import_notes(graph, diags)
         raise
+
+
+def load_graph(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> ModuleGraph:
+    """The import graph of `path` as the checker sees it (with --soft-f32, the
+    soft float32 module added). Raises CompileError."""
+    graph = load_program(path, include, diags)
+    if soft_f32:
+        _load_soft_f32(graph, path, include, diags)
+    return graph
+
+
+def add_import_notes(graph: ModuleGraph, diags: Diagnostics) -> None:
+    """An error inside an imported module also says how it was reached."""
+    for d in diags.items:
+        chain = graph.chains.get(d.pos.file.path) if d.pos is not None else None
+        for pos in reversed(chain or []):
+            d.notes.append(Diagnostics.note(pos, "imported from here"))
 
 
 def _load_soft_f32(graph: ModuleGraph, path: str, include: list[str] | None,

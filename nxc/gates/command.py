@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from nxc.gates import execute, partition, pool, results_cache
+from nxc.gates import execute, nochange, partition, pool, results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_TESTS, EXIT_OK, EXIT_USAGE
@@ -41,6 +41,7 @@ class Run:
     root: str = ""                  # the project root the last-failed list belongs to
     failed_first: set = field(default_factory=set)      # item keys to run first (--ff)
     notes: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)           # the fast path's counters (--json summary: "incremental")
 
 
 def default_memory_limit() -> int:
@@ -156,16 +157,23 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     start = time.perf_counter()
     interrupted = False
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
-    execute.warm_up()
+    # Units whose recorded pass is found from the module index alone: reported
+    # now, nothing of them parsed or checked (nxc/gates/nochange.py).
+    fast, to_run, run.stats = nochange.split_cached(units, options)
+    workers = max(1, min(run.jobs, len(to_run)))
+    if to_run:
+        execute.warm_up()
     try:
         if workers == 1:
-            for unit in units:
-                if not on_results(execute.run_unit(unit, options)):
+            for unit in units:          # in collection order, cached or not (-x stops at the first failure)
+                if not on_results(fast[unit.path] if unit.path in fast else execute.run_unit(unit, options)):
                     break
+        elif not on_results([r for u in units for r in fast.get(u.path, [])]):
+            pass
         else:
             # Biggest modules first (their front ends are the long poles); with
             # --ff the last failures before them.
-            ordered = sorted(units, key=lambda u: (
+            ordered = sorted(to_run, key=lambda u: (
                 not any(results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
                 -_size(u.path)))
             workers_pool = pool.Pool(workers, options)
@@ -182,7 +190,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     covered = sum(r.covers for r in results)
     remember(run.root, results)
     reporter.finish(results, order, elapsed, len(items) - covered, stop["early"], interrupted,
-                    durations=run.durations, maxfail=run.maxfail, notes=run.notes)
+                    durations=run.durations, maxfail=run.maxfail, notes=run.notes, stats=run.stats)
     if run.junit_xml:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(run.junit_xml)), exist_ok=True)

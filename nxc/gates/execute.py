@@ -144,7 +144,24 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     if results:
         results[0].warnings = warnings      # the module's, shown once
     note_disagreement(results)
+    if options.record_results:
+        record_unit_passes(program, kind, warnings, results, options)
     return results
+
+
+def record_unit_passes(program, kind: str, warnings: list[str], results: list[Result], options: Options) -> None:
+    """Record each pass under its unit key too (results_cache.unit_key): the
+    digests of the sources this very check read, so the runner's no-change
+    fast path (nxc/gates/nochange.py) finds it from the module index alone."""
+    from nxc.gates import results_cache
+    from nxc.index import source_digest
+    closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
+    for r in results:
+        if r.passed:
+            try:
+                results_cache.record_unit_pass(results_cache.unit_key(closure, r.backend, options), kind, warnings)
+            except Exception:  # noqa: BLE001 - not recording costs the next run speed only
+                pass
 
 
 def module_result(unit: Unit, status: Status) -> Result:

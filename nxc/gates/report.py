@@ -175,7 +175,7 @@ class Reporter:
 
     def finish(self, results: list[Result], order: list[str], elapsed: float, not_run: int,
                stopped_early: bool, interrupted: bool, durations: int | None = None,
-               maxfail: int = 0, notes: list[str] = ()) -> None:
+               maxfail: int = 0, notes: list[str] = (), stats: dict | None = None) -> None:
         failed = [r for r in results if not r.passed]
         rank = {id_: i for i, id_ in enumerate(order)}
         failed.sort(key=lambda r: rank.get(r.id, 0))
@@ -217,7 +217,10 @@ class Reporter:
             write(f"stopped after {why}: {not_run} not run")
         write(summary_line(results, elapsed))
         if self.json:       # last line of stdout: a consumer needs no other stream
-            self.say(json.dumps(summary_event(results, elapsed, not_run, interrupted, stopped_early)))
+            event = summary_event(results, elapsed, not_run, interrupted, stopped_early)
+            if stats:
+                event["incremental"] = stats
+            self.say(json.dumps(event))
 
 
 def durations_table(results: list[Result], n: int) -> str:

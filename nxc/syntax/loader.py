@@ -147,6 +147,13 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     return module
 
 
+def parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
+    """The AST of `src`, from this process's or the disk's parse cache when
+    there (the module index, nxc/index.py, parses a changed file this way).
+    Raises CompileError."""
+    return _parse_cached(src, diags)
+
+
 # The disk copy is bounded: every module a user or a tool ever checked would
 # otherwise stay there (a fuzzing run alone leaves tens of thousands); see
 # paths.prune_least_recent.

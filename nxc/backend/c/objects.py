@@ -49,7 +49,7 @@ from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, emit_c, emit_entry_c, em
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
+from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
                        stamped, unseal, write_atomically)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.plan import plan_program
@@ -78,18 +78,9 @@ def toolchain_digest() -> str:
     whenever any of them does, released or not."""
     here = os.path.dirname(os.path.abspath(__file__))
     nxc_dir = os.path.dirname(os.path.dirname(here))
-    h = hashlib.sha256(__version__.encode())
     folders = [os.path.join(nxc_dir, d) for d in ("check", "lower", "backend", "syntax")] + [runtime_dir()]
-    for folder in folders:
-        for dirpath, dirs, files in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-            for name in sorted(files):
-                if name.endswith((".py", ".j2", ".h", ".c", ".lark")):
-                    path = os.path.join(dirpath, name)
-                    h.update(os.path.relpath(path, nxc_dir).encode())
-                    with open(path, "rb") as f:
-                        h.update(hashlib.sha256(f.read()).digest())
-    return h.hexdigest()
+    code = lambda name: name.endswith((".py", ".j2", ".h", ".c", ".lark"))     # noqa: E731
+    return _digest(__version__, folders_digest(folders, nxc_dir, code))
 
 
 def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:

@@ -1,0 +1,314 @@
+"""Per-module check summaries: each module's interface, and clean verdicts keyed by interfaces.
+
+Interface. What importers of a module can see (nx has one namespace over
+the import graph): its type aliases, structs, function and extern
+signatures, constants with their values and globals' types; as plain JSON
+data, with resolved types described in full (a struct by its size, alignment
+and fields with their offsets, a struct it embeds or points to described in
+turn), so the digest of a module's interface changes when anything an
+importer could depend on changes, even a struct of another module its
+signatures only name; and does not change when a function body does.
+Parameter names are not part of it (calls are positional).
+
+Verdict. "Module M's bodies check clean" is recorded under the key
+(M's source digest, the interface digests of every module of M's import
+closure, nxc's own code, --soft-f32), with the warnings of M's bodies
+(rendered) and M's interface digest. A module whose key has a clean verdict
+is not checked again: after a body edit of a leaf only the leaf is
+re-checked; after an interface edit the leaf and every module whose closure
+holds it. A verdict is recorded only when M's bodies used no name from
+outside M's own closure (legal, as the namespace is shared, but then M's
+verdict depends on more than its closure's interfaces), when the check
+showed warnings (not `-w`) and kept every one of them.
+
+Declarations of the whole closure are still collected from the ASTs (from
+the parse cache) to resolve names: docs/performance.md measures that phase
+against the bodies. `check_module` checks the bodies of one module only and
+returns a Program with just its functions (for an emitter of that one
+module); `check_incremental` is `nxc check`'s front end.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+from nxc.cache import cache_dir, prune_due, prune_least_recent, scaled_bound, seal, unseal, write_atomically
+from nxc.check.checker import Checker
+from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.deep import deep
+from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
+from nxc.diagnostics import CompileError, Diagnostics
+from nxc.index import source_digest, toolchain_digest
+from nxc.syntax import ast
+from nxc.syntax.loader import ModuleGraph, import_refusal, resolve_import
+
+FORMAT = "nxc-summary-1"
+# Verdicts kept (a few hundred bytes each); past it the least recently used
+# go. The bound grows with the tree of the run (cache.scaled_bound).
+MAX_VERDICTS = 8192
+_stored = 0
+
+
+# ------------------------------------------------------------------ interfaces
+def describe(t: Type | None, seen: set[str]):
+    """A resolved type as plain data; each struct in full the first time `seen` meets it."""
+    if t is None or isinstance(t, (IntType, BoolType, VoidType)):
+        return None if t is None else str(t)
+    if isinstance(t, PointerType):
+        return ["*", describe(t.target, seen)]
+    if isinstance(t, StructType):
+        if t.name in seen:
+            return ["struct", t.name]
+        seen.add(t.name)
+        return ["struct", t.name, t.size, t.align, [[f.name, describe(f.type, seen), f.offset] for f in t.fields]]
+    if isinstance(t, FuncType):
+        return ["func", [describe(p, seen) for p in t.params], describe(t.ret, seen)]
+    return str(t)
+
+
+def interface_of(checker: Checker, module: ast.Module) -> dict:
+    """The interface of `module`, from a checker past its declarations phase."""
+    seen: set[str] = set()
+    out: dict[str, dict] = {"types": {}, "structs": {}, "funcs": {}, "externs": {}, "consts": {}, "globals": {}}
+    for item in module.items:
+        name = getattr(item, "name", None)
+        sym = checker.top.get(name) if name is not None else None
+        if sym is None or sym.decl is not item:
+            continue                        # an import, a gate's main, an identical extern declared twice
+        if sym.kind == "const":
+            out["consts"][name] = [str(sym.type), sym.value]
+        elif sym.kind == "global":
+            out["globals"][name] = describe(sym.type, seen)
+        elif sym.kind == "type":
+            out["types"][name] = describe(checker.alias_types.get(name), seen)
+        elif sym.kind == "struct":
+            out["structs"][name] = describe(checker.structs[name], seen)
+        elif sym.kind in ("func", "extern"):
+            out["funcs" if sym.kind == "func" else "externs"][name] = describe(sym.type, seen)
+    return out
+
+
+def interface_digest(interface: dict) -> str:
+    text = json.dumps([FORMAT, interface], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# ------------------------------------------------------------------ checking
+class ModuleChecker(Checker):
+    """The checker, also noting which modules' top-level names each module's bodies use."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.uses: dict[str, set[str]] = {}     # module path -> paths of modules whose names its bodies used
+
+    def _note_use(self, sym) -> None:
+        if self.func is not None and sym is not None and sym.module is not None:
+            self.uses.setdefault(self.func.module.source.path, set()).add(sym.module.source.path)
+
+    def lookup(self, e: ast.Name):
+        sym = super().lookup(e)
+        self._note_use(sym)
+        return sym
+
+    def resolve_type(self, texpr, allow_void: bool = False):
+        if self.func is not None and isinstance(texpr, ast.TypeName):
+            self._note_use(self.top.get(texpr.name))
+        return super().resolve_type(texpr, allow_void)
+
+
+def module_closures(graph: ModuleGraph, include: list[str] | None, soft_f32: bool) -> dict[str, set[str]]:
+    """For each module of the graph: the real paths of its own import closure
+    (itself included; with soft_f32 the soft float32 module's too)."""
+    direct: dict[str, list[str]] = {}
+    resolved: dict[tuple, str | None] = {}
+    paths = {m.source.path for m in graph.modules}
+    for m in graph.modules:
+        folder = os.path.dirname(m.source.path)
+        out = []
+        for imp in m.imports:
+            key = (imp.path, folder)
+            if key not in resolved:
+                resolved[key] = (resolve_import(imp.path, folder, include)[0]
+                                 if import_refusal(imp.path) is None else None)
+            if resolved[key] in paths:
+                out.append(resolved[key])
+        direct[m.source.path] = out
+    extra: set[str] = set()
+    if soft_f32:
+        soft = next((m.source.path for m in graph.modules if os.path.basename(m.source.path) == SOFT_F32_MODULE), None)
+        if soft is not None:
+            extra = _reach(soft, direct)
+    closures: dict[str, set[str]] = {}
+    for m in graph.modules:          # dependencies first: reuse the closures of the imports
+        p = m.source.path
+        c = {p} | extra
+        for d in direct[p]:
+            c |= closures.get(d) or _reach(d, direct)
+        closures[p] = c
+    return closures
+
+
+def _reach(start: str, direct: dict[str, list[str]]) -> set[str]:
+    seen, stack = set(), [start]
+    while stack:
+        p = stack.pop()
+        if p not in seen:
+            seen.add(p)
+            stack.extend(direct.get(p, ()))
+    return seen
+
+
+def verdict_key(path: str, text_digest: str, closure: set[str], digests: dict[str, str], soft_f32: bool) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, toolchain_digest(), "soft" if soft_f32 else "hard", path, text_digest,
+                 *(f"{p}={digests[p]}" for p in sorted(closure))):
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _verdict_file(key: str) -> str:
+    return os.path.join(cache_dir(), "summaries", key + ".json")
+
+
+def load_verdict(key: str) -> dict | None:
+    """{"warnings": [...], "interface": digest} of a clean verdict; None if there
+    is none, or it is damaged or not sealed by this user's nxc."""
+    path = _verdict_file(key)
+    try:
+        with open(path, "rb") as f:
+            payload = unseal("summaries/" + key, f.read())
+        data = json.loads(payload) if payload is not None else None
+        if data is not None:
+            os.utime(path)              # recently used: pruned last
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("warnings"), list)
+            and all(isinstance(w, str) for w in data["warnings"])):
+        return None
+    if data["warnings"] and data.get("cwd") != os.getcwd():
+        return None             # rendered relative to another folder: check it again
+    return data
+
+
+def store_verdict(key: str, warnings: list[str], interface: str) -> None:
+    global _stored
+    # Rendered warnings name files relative to the current folder: kept with it.
+    payload = json.dumps({"warnings": warnings, "interface": interface,
+                          "cwd": os.getcwd() if warnings else None}).encode("utf-8", "surrogateescape")
+    write_atomically(_verdict_file(key), seal("summaries/" + key, payload))
+    _stored += 1
+    if prune_due(_stored):
+        prune_least_recent(os.path.dirname(_verdict_file(key)), scaled_bound(MAX_VERDICTS),
+                           lambda name: name.endswith(".json") and not name.startswith("."))
+
+
+@dataclass
+class Checked:
+    program: Program        # its functions: only those of the modules checked now (`checked`)
+    warnings: list[str]                             # rendered, in graph order: stored ones and new ones
+    checked: list[str] = field(default_factory=list)    # modules whose bodies were checked now
+    reused: list[str] = field(default_factory=list)     # modules taken from a clean verdict
+    interfaces: dict[str, str] = field(default_factory=dict)   # module -> interface digest
+
+
+@deep
+def check_incremental(path: str, include: list[str] | None = None, diags: Diagnostics | None = None,
+                      soft_f32: bool = False, use_verdicts: bool = True) -> Checked:
+    """Check `path` and its imports, re-checking only the bodies of modules
+    without a clean verdict for their current source and closure interfaces.
+    Raises CompileError (an error in an imported module with its "imported
+    from here" notes, as check_file)."""
+    diags = diags or Diagnostics()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()                    # as check_file: the front end frees nothing until it is done
+    try:
+        return _check_incremental(path, include, diags, soft_f32, use_verdicts)
+    except RecursionError:
+        # Past what nxc/deep.py's stack holds: check_file says so as one error.
+        from nxc.check.frontend import check_file
+        check_file(path, include, Diagnostics(), soft_f32)
+        raise
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
+    from nxc.check.frontend import add_import_notes, load_graph
+    graph = load_graph(path, include, diags, soft_f32)
+    checker = ModuleChecker(graph, diags, soft_f32)
+    try:
+        funcs = checker.check_declarations()
+    except CompileError:
+        add_import_notes(graph, diags)
+        raise
+    texts = {m.source.path: source_digest(m.source.text) for m in graph.modules}
+    digests = {m.source.path: interface_digest(interface_of(checker, m)) for m in graph.modules}
+    closures = module_closures(graph, include, soft_f32)
+    keys = {p: verdict_key(p, texts[p], closures[p], digests, soft_f32) for p in texts}
+    stored = {}
+    if use_verdicts:
+        for p, key in keys.items():
+            verdict = load_verdict(key)
+            if verdict is not None:
+                stored[p] = verdict
+    todo = {p for p in texts if p not in stored}
+    try:
+        program = checker.check_bodies(funcs, only=todo)
+    except CompileError:
+        add_import_notes(graph, diags)
+        raise
+    new_warnings: dict[str, list[str]] = {}
+    placed = True
+    for d in diags.warnings:
+        if d.pos is None:
+            placed = False              # a warning of no module: no verdict could show it again
+        else:
+            new_warnings.setdefault(d.pos.file.path, []).append(d.render())
+    complete = diags.show_warnings and not diags.dropped["warning"] and placed
+    for p in todo:
+        if complete and checker.uses.get(p, set()) <= closures[p]:
+            store_verdict(keys[p], new_warnings.get(p, []), digests[p])
+    warnings = []
+    for m in graph.modules:
+        p = m.source.path
+        warnings += stored[p]["warnings"] if p in stored else new_warnings.get(p, [])
+    if not diags.show_warnings:
+        warnings = []
+    _note_in_index(texts, digests, keys)
+    order = [m.source.path for m in graph.modules]
+    return Checked(program, warnings, [p for p in order if p in todo], [p for p in order if p in stored], digests)
+
+
+def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
+    """The module index keeps each module's interface digest and verdict key (nxc/index.py)."""
+    from nxc.index import ModuleIndex
+    try:
+        index = ModuleIndex.load()
+        for p in texts:
+            index.note(p, texts[p], interface=digests[p], verdict=keys[p])
+        index.save()
+    except Exception:  # noqa: BLE001 - the index is a cache: not noting costs speed only
+        pass
+
+
+@deep
+def check_module(path: str, include: list[str] | None = None, diags: Diagnostics | None = None,
+                 soft_f32: bool = False, module: str | None = None) -> Program:
+    """Check the declarations of `path`'s whole closure and the bodies of one
+    module only (`module`, a real path; default `path` itself): the Program
+    holds that module's functions and their side tables, for an emitter of
+    that one module. Raises CompileError."""
+    from nxc.check.frontend import add_import_notes, load_graph
+    diags = diags or Diagnostics()
+    graph = load_graph(path, include, diags, soft_f32)
+    checker = Checker(graph, diags, soft_f32)
+    try:
+        return checker.check_bodies(checker.check_declarations(), only={module or graph.root.source.path})
+    except CompileError:
+        add_import_notes(graph, diags)
+        raise

@@ -1,0 +1,197 @@
+"""The no-change fast path of `nxc test` (nxc/gates/nochange.py, nxc/index.py).
+
+A second run over an unchanged tree reports every unit `PASS (cached)` from
+the module index alone: no module read, parsed or checked (the `--json`
+summary's "incremental" counters say so). Every doubt takes the full path:
+an edit that keeps size and mtime, a new file that changes what an import
+names, a damaged or foreign index. Warnings recorded with a pass are shown
+again.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+FILES = {
+    "base.nx": """
+        const K: i64 = 7
+        func f(x: i64) -> i64 {
+            return x + K
+        }
+    """,
+    "mid.nx": """
+        import "base.nx"
+        func g(x: i64) -> i64 {
+            return f(x) * 2
+        }
+    """,
+    "top.nx": """
+        import "mid.nx"
+        func main() -> i64 {
+            let unused: i64 = 1
+            if g(1) != 16 { return 1 }
+            return 0
+        }
+    """,
+    "other.nx": """
+        func main() -> i64 {
+            return 0
+        }
+    """,
+}
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
+
+
+def nxc_test(*args, cache: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    """(process, results by file name, the summary's "incremental" counters)."""
+    env = dict(os.environ, NXC_CACHE_DIR=str(cache))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", "--json", "-j", "2", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert events and events[-1]["event"] == "summary", proc.stdout + proc.stderr
+    results = {os.path.basename(e["path"]): e for e in events if e["event"] == "result"}
+    return proc, results, events[-1].get("incremental", {})
+
+
+@pytest.fixture
+def tree(tmp_path):
+    root = tmp_path / "t"
+    for name, text in FILES.items():
+        write(root / name, text)
+    # Files changed in the last 2 s are digested again on every look (the
+    # index's racy rule): let them age, so the counters below are exact.
+    time.sleep(2.1)
+    return root, tmp_path / "cache"
+
+
+def test_no_change_reads_and_parses_nothing(tree):
+    root, cache = tree
+    proc, cold, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and set(cold) == set(FILES) and not any(r["cached"] for r in cold.values())
+    assert stats["cached_units"] == 0 and stats["sent_units"] == 4 and stats["parsed"] >= 4
+    assert cold["top.nx"]["warnings"] and "unused variable 'unused'" in cold["top.nx"]["warnings"][0]
+
+    proc, warm, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and all(r["cached"] and r["passed"] for r in warm.values())
+    assert stats["cached_units"] == 4 and stats["sent_units"] == 0
+    assert stats["parsed"] == 0 and stats["digested"] == 0 and stats["stat_hits"] > 0
+    # the warnings are shown again, as on the run that checked the module
+    assert warm["top.nx"]["warnings"] == cold["top.nx"]["warnings"]
+    assert {r["kind"] for n, r in warm.items()} == {"gate", "library"} and warm["base.nx"]["kind"] == "library"
+    text = subprocess.run([sys.executable, "-m", "nxc", "test", str(root)], cwd=root, capture_output=True,
+                          text=True, env=dict(os.environ, NXC_CACHE_DIR=str(cache), PYTHONPATH=str(REPO)))
+    assert "PASS (cached)" in text.stdout and "WARNINGS" in text.stdout and "unused variable" in text.stdout
+
+    # From another folder: a module with warnings runs again (its warnings name
+    # files relative to the current folder), the others are still cached.
+    proc, elsewhere, stats = nxc_test(str(root), cache=cache, cwd=root.parent)
+    assert proc.returncode == 0 and stats["sent_units"] == 1 and stats["cached_units"] == 3
+    assert elsewhere["top.nx"]["warnings"][0].startswith(os.path.join("t", "top.nx") + ":")
+
+    proc, rerun, stats = nxc_test(str(root), "--rerun", cache=cache, cwd=root)
+    assert proc.returncode == 0 and not any(r["cached"] for r in rerun.values()) and stats == {}
+
+
+def test_a_body_edit_sends_exactly_the_modules_whose_closure_holds_it(tree):
+    root, cache = tree
+    nxc_test(str(root), cache=cache, cwd=root)
+    with open(root / "base.nx", "a", encoding="utf-8") as f:
+        f.write("func h() -> i64 {\n    return 1\n}\n")
+    proc, after, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0
+    assert stats["sent_units"] == 3 and stats["cached_units"] == 1 and stats["parsed"] == 1
+    assert {n for n, r in after.items() if not r["cached"]} == {"base.nx", "mid.nx", "top.nx"}
+
+
+def test_an_edit_that_keeps_size_and_mtime_is_seen(tree):
+    root, cache = tree
+    nxc_test(str(root), cache=cache, cwd=root)
+    path = root / "other.nx"
+    before = os.stat(path)
+    path.write_text(path.read_text(encoding="utf-8").replace("return 0", "return 3"), encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    proc, after, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 1
+    assert after["other.nx"]["status"] == "FAIL" and not after["other.nx"]["cached"]
+    assert stats["cached_units"] == 3
+
+
+def test_a_new_file_that_changes_what_an_import_names_is_seen(tmp_path):
+    app, lib, cache = tmp_path / "app", tmp_path / "lib", tmp_path / "cache"
+    write(app / "gate.nx", """
+        import "dep.nx"
+        func main() -> i64 {
+            return dep()
+        }
+    """)
+    write(lib / "dep.nx", "func dep() -> i64 {\n    return 0\n}\n")
+    proc, first, _ = nxc_test(str(app), "-I", str(lib), cache=cache, cwd=tmp_path)
+    assert proc.returncode == 0 and first["gate.nx"]["passed"]
+    proc, again, _ = nxc_test(str(app), "-I", str(lib), cache=cache, cwd=tmp_path)
+    assert again["gate.nx"]["cached"]
+    # The importer's own folder comes before -I: this dep.nx is the one now imported.
+    write(app / "dep.nx", "func dep() -> i64 {\n    return 5\n}\n")
+    proc, after, _ = nxc_test(str(app / "gate.nx"), "-I", str(lib), cache=cache, cwd=tmp_path)
+    assert proc.returncode == 1 and after["gate.nx"]["status"] == "FAIL" and not after["gate.nx"]["cached"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "unsealed", "folder"])
+def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
+    root, cache = tree
+    nxc_test(str(root), cache=cache, cwd=root)
+    index = cache / "index" / "modules.json"
+    assert index.is_file()
+    if damage == "garbage":
+        index.write_bytes(os.urandom(300))
+    elif damage == "truncated":
+        index.write_bytes(index.read_bytes()[:50])
+    elif damage == "unsealed":          # well-formed JSON, not written by this user's nxc: not trusted
+        fake = {"format": "nxc-module-index-1",
+                "modules": {str((root / n).resolve()): {"stat": None, "digest": "0" * 32, "imports": []}
+                            for n in FILES}}
+        index.write_text(json.dumps(fake))
+    else:
+        index.unlink()
+        index.mkdir()
+    proc, after, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and all(r["passed"] for r in after.values())
+    if damage != "folder":
+        # rebuilt from the files themselves: the recorded passes are found again
+        assert stats["parsed"] >= 4 and stats["cached_units"] == 4
+
+
+def test_the_index_round_trip_and_its_refusals(tmp_path, monkeypatch):
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    from nxc import index as nx_index
+    for name, text in FILES.items():
+        write(tmp_path / "t" / name, text)
+    idx = nx_index.ModuleIndex()
+    top = str((tmp_path / "t" / "top.nx").resolve())
+    closure = idx.closure(top)
+    assert {os.path.basename(p) for p in closure} >= {"top.nx", "mid.nx", "base.nx"}
+    assert closure[top]["imports"] == ["mid.nx"]
+    idx.save()
+    again = nx_index.ModuleIndex.load()
+    assert again.entries.keys() == idx.entries.keys()
+    assert again.closure(top).keys() == closure.keys()
+    # a module that imports what does not exist has no closure here
+    write(tmp_path / "t" / "broken.nx", 'import "nowhere.nx"\n')
+    assert again.closure(str((tmp_path / "t" / "broken.nx").resolve())) is None
+    write(tmp_path / "t" / "syntax.nx", "func (\n")
+    assert again.closure(str((tmp_path / "t" / "syntax.nx").resolve())) is None
