@@ -34,7 +34,7 @@ def silent(program) -> set[str]:
     def loud(body, info):
         return _touches_memory(body, info) or any(
             isinstance(n, ast.While) or (isinstance(n, ast.Binary) and n.op in ("/", "%")) or
-            (isinstance(n, ast.Assign) and n.op in ("/=", "%=")) for n in walk(body))
+            (isinstance(n, ast.Assign) and n.op in ("/=", "%=")) for n in ast.walk(body))
     return _fixed_point(program, loud)
 
 
@@ -56,7 +56,7 @@ def _fixed_point(program, disqualified) -> set[str]:
 
 
 def _touches_memory(body, info) -> bool:
-    for n in walk(body):
+    for n in ast.walk(body):
         if is_access(n) or (isinstance(n, ast.Unary) and n.op == "&"):
             return True
         if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
@@ -69,7 +69,7 @@ def _touches_memory(body, info) -> bool:
 def _callees(body, info):
     """Names a body calls, or None if some call's target is not a plain name."""
     out = set()
-    for n in walk(body):
+    for n in ast.walk(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
             if s is None:
@@ -81,29 +81,3 @@ def _callees(body, info):
 def is_access(n) -> bool:
     """A memory place: `p[i]`, `p.f` (through a pointer or of a struct place), `*p`."""
     return isinstance(n, (ast.Index, ast.FieldAccess)) or (isinstance(n, ast.Unary) and n.op == "*")
-
-
-def walk(node):
-    """Every statement and expression node inside `node` (itself included)."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n is None:
-            continue
-        yield n
-        if isinstance(n, ast.Block):
-            stack.extend(reversed(n.stmts))
-        elif isinstance(n, ast.VarDecl):
-            stack.append(n.value)
-        elif isinstance(n, ast.Assign):
-            stack.extend((n.value, n.target))
-        elif isinstance(n, ast.If):
-            stack.extend((n.orelse, n.then, n.cond))
-        elif isinstance(n, ast.While):
-            stack.extend((n.body, n.cond))
-        elif isinstance(n, ast.Return):
-            stack.append(n.value)
-        elif isinstance(n, ast.ExprStmt):
-            stack.append(n.expr)
-        elif isinstance(n, ast.Expr):
-            stack.extend(reversed(ast.subexpressions(n)))

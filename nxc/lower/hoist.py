@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 
 from nxc.syntax import ast
 from nxc.check.types import BoolType, IntType, PointerType
-from nxc.lower.effects import is_access, walk
+from nxc.lower.effects import is_access
 
 @dataclass(eq=False)
 class Counter:
@@ -107,7 +107,7 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     body = loop.body
     # Locals the body assigns (declared in it, or assigned).
     assigned = set()
-    for n in walk(body):
+    for n in ast.walk(body):
         if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
             assigned.add(info.sym(n.target))
         elif isinstance(n, ast.VarDecl):
@@ -119,10 +119,10 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     regions = []                     # (statement, counter indices its accesses may use)
     stmts = body.stmts
     for i, st in enumerate(stmts):
-        if not any(isinstance(n, ast.While) for n in walk(st)):
+        if not any(isinstance(n, ast.While) for n in ast.walk(st)):
             regions.append((st, (0,)))
             continue
-        if not isinstance(st, ast.While) or any(isinstance(n, ast.While) for n in walk(st.body)) or i == 0:
+        if not isinstance(st, ast.While) or any(isinstance(n, ast.While) for n in ast.walk(st.body)) or i == 0:
             return None
         inner = _counter(st, assigned, info)
         start = _start_of(stmts[i - 1], inner.sym, info) if inner is not None else None
@@ -135,18 +135,18 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
         counters.append(inner)
         regions.append((st.body, (0, len(counters) - 1)))
     # Calls: only functions that touch no memory.
-    for n in walk(body):
+    for n in ast.walk(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
             if s is None or s.name not in free:
                 return None
     plan = LoopPlan(loop, counters)
     # Every access of the body (the conditions' stay checked), stores marked.
-    stores = {id(n.target) for n in walk(body) if isinstance(n, ast.Assign)}
-    addressed = {id(n.operand) for n in walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
+    stores = {id(n.target) for n in ast.walk(body) if isinstance(n, ast.Assign)}
+    addressed = {id(n.operand) for n in ast.walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
     accesses = []
     for region, allowed in regions:
-        accesses += [(n, allowed) for n in walk(region) if is_access(n) and id(n) not in addressed]
+        accesses += [(n, allowed) for n in ast.walk(region) if is_access(n) and id(n) not in addressed]
     unknown_store = False
     fixed_of: dict[int, FixedAccess] = {}
     for n, _ in accesses:
@@ -192,14 +192,14 @@ def _counter(loop: ast.While, assigned, info):
     stmts = loop.body.stmts
     if not stmts:
         return None
-    for c in _conjuncts(loop.cond):
+    for c in ast.conjuncts(loop.cond):
         if not (isinstance(c, ast.Binary) and c.op in ("<", "<=") and isinstance(c.left, ast.Name)
                 and _is_i64(info.ty(c.left))):
             continue
         d = info.sym(c.left)
         if d is None or d.kind not in ("local", "param") or not _is_increment(stmts[-1], d, info):
             continue
-        if sum(1 for n in walk(loop.body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
+        if sum(1 for n in ast.walk(loop.body) if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name)
                and info.sym(n.target) is d) != 1:
             continue
         if not _is_i64(info.ty(c.right)) or not _invariant(c.right, assigned, info):
@@ -296,15 +296,7 @@ def _scalar(t) -> bool:
     return isinstance(t, (IntType, PointerType, BoolType))
 
 
-def _conjuncts(c):
-    if isinstance(c, ast.Binary) and c.op == "&&":
-        yield from _conjuncts(c.left)
-        yield from _conjuncts(c.right)
-    else:
-        yield c
-
-
 def _whiles(stmt):
-    for n in walk(stmt):
+    for n in ast.walk(stmt):
         if isinstance(n, ast.While):
             yield n

@@ -16,44 +16,11 @@ def _symbol(e):
     return getattr(e, "sym", None)
 
 
-def _calls(node, out: set, sym) -> None:
-    """Names of the functions called anywhere in a statement or expression."""
-    if node is None:
-        return
-    if isinstance(node, ast.Block):
-        for s in node.stmts:
-            _calls(s, out, sym)
-    elif isinstance(node, ast.VarDecl):
-        _calls(node.value, out, sym)
-    elif isinstance(node, ast.Assign):
-        _calls(node.target, out, sym)
-        _calls(node.value, out, sym)
-    elif isinstance(node, ast.If):
-        _calls(node.cond, out, sym)
-        _calls(node.then, out, sym)
-        _calls(node.orelse, out, sym)
-    elif isinstance(node, ast.While):
-        _calls(node.cond, out, sym)
-        _calls(node.body, out, sym)
-    elif isinstance(node, ast.Return):
-        _calls(node.value, out, sym)
-    elif isinstance(node, ast.ExprStmt):
-        _calls(node.expr, out, sym)
-    elif isinstance(node, ast.Expr):
-        if isinstance(node, ast.Call):
-            s = sym(node.func)
-            if s is not None:
-                out.add(s.name)
-        for sub in ast.subexpressions(node):
-            _calls(sub, out, sym)
-
-
 def calls_in(node, sym=None) -> set[str]:
     """Names of the functions called anywhere in a statement or expression;
     `sym(name_expr)` gives a name's symbol (the checker's table)."""
-    found: set = set()
-    _calls(node, found, sym or _symbol)
-    return found
+    sym = sym or _symbol
+    return {s.name for n in ast.walk(node) if isinstance(n, ast.Call) and (s := sym(n.func)) is not None}
 
 
 def has_loop(node) -> bool:

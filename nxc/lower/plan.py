@@ -95,7 +95,7 @@ def _plan(program: Program) -> ProgramPlan:
     captures: dict[int, list[CapturedOperand]] = {}
     for fn in program.functions:
         fp = FunctionPlan(fn)
-        for loop in _loops(fn.decl.body):
+        for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
             inc = counter_increment(loop, info)
             if inc is not None:
                 fp.no_wrap.add(inc)
@@ -114,20 +114,6 @@ def _plan(program: Program) -> ProgramPlan:
     return ProgramPlan(program, EvalOrder(info), functions, captures)
 
 
-def _loops(stmt):
-    """Every `while` inside stmt, outer ones first."""
-    if isinstance(stmt, ast.Block):
-        for x in stmt.stmts:
-            yield from _loops(x)
-    elif isinstance(stmt, ast.If):
-        yield from _loops(stmt.then)
-        if stmt.orelse is not None:
-            yield from _loops(stmt.orelse)
-    elif isinstance(stmt, ast.While):
-        yield stmt
-        yield from _loops(stmt.body)
-
-
 def counter_increment(loop: ast.While, info: Info):
     """The `i = i + 1` of `while i < n { ... i = i + 1 ... }` that cannot overflow, if any.
 
@@ -137,13 +123,7 @@ def counter_increment(loop: ast.While, info: Info):
     """
     counters = []
 
-    def conjuncts(c):
-        if isinstance(c, ast.Binary) and c.op == "&&":
-            yield from conjuncts(c.left)
-            yield from conjuncts(c.right)
-        else:
-            yield c
-    for c in conjuncts(loop.cond):
+    for c in ast.conjuncts(loop.cond):
         if isinstance(c, ast.Binary) and c.op in ("<", ">"):
             x = c.left if c.op == "<" else c.right
             sym = info.sym(x) if isinstance(x, ast.Name) else None

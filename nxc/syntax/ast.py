@@ -245,6 +245,42 @@ def subexpressions(e: Expr) -> tuple:
     return ()
 
 
+def walk(node):
+    """Every statement and expression node inside `node` (itself included),
+    outer ones first, in source order (an explicit stack: no recursion limit)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n is None:
+            continue
+        yield n
+        if isinstance(n, Block):
+            stack.extend(reversed(n.stmts))
+        elif isinstance(n, VarDecl):
+            stack.append(n.value)
+        elif isinstance(n, Assign):
+            stack.extend((n.value, n.target))
+        elif isinstance(n, If):
+            stack.extend((n.orelse, n.then, n.cond))
+        elif isinstance(n, While):
+            stack.extend((n.body, n.cond))
+        elif isinstance(n, Return):
+            stack.append(n.value)
+        elif isinstance(n, ExprStmt):
+            stack.append(n.expr)
+        elif isinstance(n, Expr):
+            stack.extend(reversed(subexpressions(n)))
+
+
+def conjuncts(e: Expr):
+    """The operands of a chain of `&&` (`a && b && c`: a, b, c); `e` itself otherwise."""
+    if isinstance(e, Binary) and e.op == "&&":
+        yield from conjuncts(e.left)
+        yield from conjuncts(e.right)
+    else:
+        yield e
+
+
 def start_pos(node: Node) -> Pos:
     """Where a node's text starts (a Binary's or an Assign's own position is
     its operator).
