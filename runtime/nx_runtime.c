@@ -36,6 +36,68 @@ void nx_trap(int site, const char *what)
 NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
 NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 
+/* ---- kept blocks (sys_mmap / sys_munmap, see nx_runtime.h) ----
+ * A few released blocks of NXRT_KEEP_MIN bytes or more, per thread, most
+ * recent last. The size is malloc's own (malloc_usable_size), never the
+ * program's sys_munmap argument, which may be wrong. A request takes the most
+ * recent block that is big enough and at most an eighth (or 16 KiB) bigger,
+ * and zeroes its n bytes: the same memory calloc would give, without the OS
+ * faulting in and zeroing fresh pages. At most NXRT_KEEP_SLOTS blocks and
+ * NXRT_KEEP_BYTES bytes are kept; a block of more than a quarter of that is
+ * freed at once. Other C libraries: nothing is kept. */
+#ifndef NXRT_KEEP_SLOTS
+#define NXRT_KEEP_SLOTS 8
+#endif
+#ifndef NXRT_KEEP_BYTES
+#define NXRT_KEEP_BYTES ((size_t)32 << 20)
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+
+typedef struct { void *p; size_t size; } nxrt_kept_block;
+static _Thread_local nxrt_kept_block nxrt_kept[NXRT_KEEP_SLOTS];
+static _Thread_local int nxrt_nkept;
+static _Thread_local size_t nxrt_kept_bytes;
+
+NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n)
+{
+    int i;
+    size_t slack = n / 8 > 16384 ? n / 8 : 16384;
+    for (i = nxrt_nkept - 1; i >= 0; i--) {
+        if (nxrt_kept[i].size >= n && nxrt_kept[i].size - n <= slack) {
+            void *p = nxrt_kept[i].p;
+            nxrt_kept_bytes -= nxrt_kept[i].size;
+            memmove(&nxrt_kept[i], &nxrt_kept[i + 1], (size_t)(nxrt_nkept - i - 1) * sizeof *nxrt_kept);
+            nxrt_nkept--;
+            memset(p, 0, n);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+NXRT_API int nxrt_kept_put(void *p)
+{
+    size_t size = malloc_usable_size(p);
+    if (size < NXRT_KEEP_MIN || size > NXRT_KEEP_BYTES / 4)
+        return 0;
+    while (nxrt_nkept > 0 && (nxrt_nkept == NXRT_KEEP_SLOTS || nxrt_kept_bytes + size > NXRT_KEEP_BYTES)) {
+        free(nxrt_kept[0].p);                       /* the oldest goes */
+        nxrt_kept_bytes -= nxrt_kept[0].size;
+        memmove(&nxrt_kept[0], &nxrt_kept[1], (size_t)(nxrt_nkept - 1) * sizeof *nxrt_kept);
+        nxrt_nkept--;
+    }
+    nxrt_kept[nxrt_nkept].p = p;
+    nxrt_kept[nxrt_nkept].size = size;
+    nxrt_nkept++;
+    nxrt_kept_bytes += size;
+    return 1;
+}
+#else
+NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n) { (void)n; return NULL; }
+NXRT_API int nxrt_kept_put(void *p) { (void)p; return 0; }
+#endif
+
 /* ---- reading files ---- */
 
 static FILE **nxrt_file_table(void)

@@ -39,6 +39,11 @@
  *  - sys_mmap is calloc (zeroed, cheap for small sizes, lazily-zeroed pages
  *    for big ones) with a size cap, so absurd requests fail fast and
  *    deterministically (NULL) instead of depending on the overcommit policy.
+ *    Blocks of 64 KiB or more that sys_munmap releases are kept (a few, per
+ *    thread, see nx_runtime.c) and handed out again, zeroed, by a later
+ *    sys_mmap of about the same size: a kernel that maps its scratch on
+ *    every call would otherwise get fresh pages each time, one page fault
+ *    and one zeroing by the OS per 4 KiB.
  *  - No feature-test macros are defined: generated files may include system
  *    headers before this one, and <unistd.h> declares write() in plain
  *    -std=c11 mode anyway.
@@ -209,6 +214,17 @@ static inline int64_t nxrt_nx_f32_to_i32(int64_t a)
 #define NXRT_MMAP_MAX_BYTES ((int64_t)1 << 46)
 #endif
 
+/* Released blocks at least this big are kept for reuse (nx_runtime.c:
+   nxrt_kept_take, nxrt_kept_put). Smaller ones come from malloc's own free
+   lists, which already reuse memory without a trip to the OS. */
+#ifndef NXRT_KEEP_MIN
+#define NXRT_KEEP_MIN ((size_t)64 * 1024)
+#endif
+/* malloc: GCC then knows a block taken here overlaps no other (as for calloc),
+   which lets the vectorizer drop run-time overlap checks between scratch arrays. */
+NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n);
+NXRT_API int nxrt_kept_put(void *p);
+
 /* Fresh zeroed memory, 16-byte aligned; NULL if nbytes <= 0, absurd, or the
    allocation fails.  Release with nxrt_sys_munmap. */
 static inline void *nxrt_sys_mmap(int64_t nbytes)
@@ -220,6 +236,8 @@ static inline void *nxrt_sys_mmap(int64_t nbytes)
     if ((uint64_t)nbytes > (uint64_t)(SIZE_MAX - 15u))
         return NULL;
     n = (size_t)nbytes;
+    if (n >= NXRT_KEEP_MIN && (p = nxrt_kept_take(n)) != NULL)
+        return p;                   /* a kept block, zeroed */
     p = calloc(1, n);               /* glibc: always 16-byte aligned */
     if (p == NULL || ((uintptr_t)p & 15u) == 0)
         return p;
@@ -235,7 +253,9 @@ static inline void *nxrt_sys_mmap(int64_t nbytes)
 /* Releases memory from nxrt_sys_mmap (NULL is allowed). Always returns 0. */
 static inline int64_t nxrt_sys_munmap(void *p, int64_t nbytes)
 {
-    (void)nbytes;
+    (void)nbytes;                   /* the block's real size is malloc's to say */
+    if (p != NULL && nxrt_kept_put(p))
+        return 0;
     free(p);
     return 0;
 }
