@@ -39,7 +39,11 @@ NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 /* ---- kept blocks (sys_mmap / sys_munmap, see nx_runtime.h) ----
  * A few released blocks of NXRT_KEEP_MIN bytes or more, per thread, most
  * recent last. The size is malloc's own (malloc_usable_size), never the
- * program's sys_munmap argument, which may be wrong. A request takes the most
+ * program's sys_munmap argument, which may be wrong, and only a block this
+ * thread's sys_mmap handed out recently (NXRT_KEEP_NOTED of them are noted) is
+ * kept: sys_munmap of anything else (a pointer that is not a mapping's start,
+ * memory from elsewhere) goes to free as before, and fails as loudly as it
+ * did, instead of putting a stranger's memory into the pool. A request takes the most
  * recent block that is big enough and at most an eighth (or 16 KiB) bigger,
  * and zeroes its n bytes: the same memory calloc would give, without the OS
  * faulting in and zeroing fresh pages. At most NXRT_KEEP_SLOTS blocks and
@@ -51,6 +55,9 @@ NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 #ifndef NXRT_KEEP_BYTES
 #define NXRT_KEEP_BYTES ((size_t)32 << 20)
 #endif
+#ifndef NXRT_KEEP_NOTED
+#define NXRT_KEEP_NOTED 64
+#endif
 #if defined(__GLIBC__)
 #include <malloc.h>
 
@@ -58,6 +65,13 @@ typedef struct { void *p; size_t size; } nxrt_kept_block;
 static _Thread_local nxrt_kept_block nxrt_kept[NXRT_KEEP_SLOTS];
 static _Thread_local int nxrt_nkept;
 static _Thread_local size_t nxrt_kept_bytes;
+static _Thread_local void *nxrt_noted[NXRT_KEEP_NOTED];     /* a ring, oldest overwritten */
+static _Thread_local unsigned nxrt_noted_at;
+
+NXRT_API void nxrt_kept_note(void *p)
+{
+    nxrt_noted[nxrt_noted_at++ % NXRT_KEEP_NOTED] = p;
+}
 
 NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n)
 {
@@ -70,6 +84,7 @@ NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n)
             memmove(&nxrt_kept[i], &nxrt_kept[i + 1], (size_t)(nxrt_nkept - i - 1) * sizeof *nxrt_kept);
             nxrt_nkept--;
             memset(p, 0, n);
+            nxrt_kept_note(p);
             return p;
         }
     }
@@ -78,7 +93,29 @@ NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n)
 
 NXRT_API int nxrt_kept_put(void *p)
 {
-    size_t size = malloc_usable_size(p);
+    size_t size;
+    int i;
+    int noted = 0;
+    for (i = 0; i < NXRT_KEEP_NOTED; i++) {
+        if (nxrt_noted[i] == p) {
+            nxrt_noted[i] = NULL;
+            noted = 1;
+        }
+    }
+    if (!noted) {
+        /* Not handed out lately. If it is in the pool, this is a second
+           sys_munmap: it leaves the pool and is freed once (a block in the
+           pool and freed would later be handed out while malloc reuses it). */
+        for (i = 0; i < nxrt_nkept && nxrt_kept[i].p != p; i++)
+            ;
+        if (i < nxrt_nkept) {
+            nxrt_kept_bytes -= nxrt_kept[i].size;
+            memmove(&nxrt_kept[i], &nxrt_kept[i + 1], (size_t)(nxrt_nkept - i - 1) * sizeof *nxrt_kept);
+            nxrt_nkept--;
+        }
+        return 0;
+    }
+    size = malloc_usable_size(p);
     if (size < NXRT_KEEP_MIN || size > NXRT_KEEP_BYTES / 4)
         return 0;
     while (nxrt_nkept > 0 && (nxrt_nkept == NXRT_KEEP_SLOTS || nxrt_kept_bytes + size > NXRT_KEEP_BYTES)) {
@@ -95,6 +132,7 @@ NXRT_API int nxrt_kept_put(void *p)
 }
 #else
 NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n) { (void)n; return NULL; }
+NXRT_API void nxrt_kept_note(void *p) { (void)p; }
 NXRT_API int nxrt_kept_put(void *p) { (void)p; return 0; }
 #endif
 

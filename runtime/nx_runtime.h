@@ -223,6 +223,7 @@ static inline int64_t nxrt_nx_f32_to_i32(int64_t a)
 /* malloc: GCC then knows a block taken here overlaps no other (as for calloc),
    which lets the vectorizer drop run-time overlap checks between scratch arrays. */
 NXRT_API __attribute__((malloc)) void *nxrt_kept_take(size_t n);
+NXRT_API void nxrt_kept_note(void *p);
 NXRT_API int nxrt_kept_put(void *p);
 
 /* Fresh zeroed memory, 16-byte aligned; NULL if nbytes <= 0, absurd, or the
@@ -239,8 +240,11 @@ static inline void *nxrt_sys_mmap(int64_t nbytes)
     if (n >= NXRT_KEEP_MIN && (p = nxrt_kept_take(n)) != NULL)
         return p;                   /* a kept block, zeroed */
     p = calloc(1, n);               /* glibc: always 16-byte aligned */
-    if (p == NULL || ((uintptr_t)p & 15u) == 0)
+    if (p == NULL || ((uintptr_t)p & 15u) == 0) {
+        if (p != NULL && n >= NXRT_KEEP_MIN)
+            nxrt_kept_note(p);      /* one of ours: sys_munmap may keep it */
         return p;
+    }
     /* Only on a libc whose calloc is less than 16-byte aligned. */
     free(p);
     n = (n + 15u) & ~(size_t)15u;   /* aligned_alloc wants a multiple */
