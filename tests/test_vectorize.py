@@ -210,8 +210,8 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     if "Free Software Foundation" not in version and "GCC" not in version:
         pytest.skip(f"{cc} is not GCC")
     # nx_f32_attention: two passes of two rows each, for the scores and for P.V
-    for path, score_stmts, pv_stmts in ((ATTN, ("s0[j] = acc0 as u32", "s2[j] = acc2 as u32"),
-                                         ("o0[d] = acc0 as u32", "o2[d] = acc2 as u32")),
+    for path, score_stmts, pv_stmts in ((ATTN, ("s0[j] = acc as u32", "s2[j] = acc as u32"),
+                                         ("o0[d] = acc as u32", "o2[d] = acc as u32")),
                                         (MULTI, ("srow[j] = nx_f32_add(acc",), ("oacc[d] = nx_f32_add(acc",))):
         program = check_file(path, None, Diagnostics(warnings=False))
         c_file = tmp_path / "attn.c"
