@@ -1,5 +1,5 @@
 """The C runtime keeps released blocks of 64 KiB or more and hands them out
-again (runtime/nx_runtime.c: nxrt_kept_take, nxrt_kept_put): sys_mmap must
+again (runtime/nx_runtime.h: nxrt_kept_take, nxrt_kept_put): sys_mmap must
 still return zeroed memory of the size asked for, whatever the program wrote
 into the block before and whatever size it passed to sys_munmap."""
 from __future__ import annotations
