@@ -351,11 +351,22 @@ enum {
 typedef struct {
     uintptr_t base;         /* what the program sees */
     uint64_t len;
-    void *block;            /* what calloc returned (NULL: an API buffer) */
+    void *block;            /* what calloc returned (NULL: an API buffer or in the arena) */
+    int32_t chunk;          /* the arena chunk holding it (nx_runtime.c), -1: none */
     int32_t map_site;       /* site of sys_mmap; <= -2: API argument -2-k */
     int32_t unmap_site;     /* site of sys_munmap, -1 while live */
     uint64_t id;            /* unique per mapping (nxrt_alive); 0: none */
 } nxrt_region;
+
+/* A quarantined range: what a fault report needs, in 24 bytes (the ring is
+   written once per sys_munmap, so its size is pages touched).  NXRT_DEAD_HELD
+   in len: the range still holds its calloc block (base - NXRT_REDZONE). */
+typedef struct {
+    uintptr_t base;
+    uint64_t len;
+    int32_t map_site, unmap_site;
+} nxrt_dead_rec;
+#define NXRT_DEAD_HELD ((uint64_t)1 << 63)
 
 typedef struct { uintptr_t base; uint64_t span; } nxrt_site_cache;
 
@@ -365,7 +376,7 @@ typedef struct { uintptr_t base; uint64_t span; } nxrt_site_cache;
 /* The state, defined once in nx_runtime.c (see there). */
 NXRT_STATE nxrt_region *nxrt_live;
 NXRT_STATE int64_t nxrt_nlive, nxrt_caplive;
-NXRT_STATE nxrt_region nxrt_dead[NXRT_QUARANTINE_COUNT];
+NXRT_STATE nxrt_dead_rec nxrt_dead[NXRT_QUARANTINE_COUNT];
 NXRT_STATE int64_t nxrt_dead_head, nxrt_ndead;
 NXRT_STATE uint64_t nxrt_dead_bytes;
 NXRT_STATE nxrt_region nxrt_bufs[64];
