@@ -221,6 +221,11 @@ static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
        stale names another live region or none: still a valid test. */
     if (i < nxrt_nlive && a - nxrt_live[i].base < nxrt_live[i].len && nxrt_live[i].len - (a - nxrt_live[i].base) >= size)
         return &nxrt_live[i];
+    /* A miss is mostly a mapping made lately (the scratch of the call that now
+       touches it first), and the arena's newest are the table's last: search
+       those 8 alone when a lies above their first. */
+    if (nxrt_nlive > 8 && a >= nxrt_live[nxrt_nlive - 8].base)
+        lo = nxrt_nlive - 8;
     while (lo <= hi) {                       /* last region with base <= a */
         int64_t mid = lo + (hi - lo) / 2;
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
