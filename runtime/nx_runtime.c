@@ -452,7 +452,7 @@ extern void *mremap(void *old_address, size_t old_size, size_t new_size, int fla
 #define NXRT_ARENA_CHUNK ((uint64_t)64 << 10)
 #endif
 #ifndef NXRT_ARENA_RESERVE
-#define NXRT_ARENA_RESERVE ((uint64_t)1 << 32)   /* address space per reservation (no memory) */
+#define NXRT_ARENA_RESERVE ((uint64_t)1 << 30)   /* address space per reservation (no memory; more when used up) */
 #endif
 #define NXRT_ARENA_SMALL (NXRT_ARENA_CHUNK / 4)
 

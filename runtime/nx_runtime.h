@@ -312,10 +312,14 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
  *  - The slow path binary-searches the live mappings (sorted by base), then
  *    the buffers the Python API registered for the current call, refills the
  *    site's cache, or records a fault and calls nx_trap.
- *  - sys_munmap does not free at once: the range goes to a quarantine (FIFO,
- *    NXRT_QUARANTINE_BYTES), so an access through a saved copy of the pointer
- *    finds the dead mapping and says where it was mapped and unmapped, instead
- *    of silently reading a later mapping that calloc put at the same address.
+ *  - No address is handed out twice while a stale pointer could still hold
+ *    it: small mappings come from an arena whose addresses only increase
+ *    (nx_runtime.c says how its pages are reused), larger ones are calloc'd
+ *    and sys_munmap keeps them allocated for a while.  The last
+ *    NXRT_QUARANTINE_COUNT unmapped ranges are remembered (the quarantine,
+ *    FIFO; calloc'd ones up to NXRT_QUARANTINE_BYTES), so an access through a
+ *    saved copy of the pointer finds the dead mapping and says where it was
+ *    mapped and unmapped, instead of silently reading a later mapping.
  *  - Each mapping gets NXRT_REDZONE bytes on both sides, so a small overrun
  *    never lands in the neighbouring mapping (glibc puts chunks 16 bytes apart).
  *  - The fault itself is recorded as numbers (kind, address, size, the
