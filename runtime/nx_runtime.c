@@ -227,7 +227,7 @@ static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
     if (nxrt_nlive > 8 && a >= nxrt_live[nxrt_nlive - 8].base)
         lo = nxrt_nlive - 8;
     while (lo <= hi) {                       /* last region with base <= a */
-        int64_t mid = lo + (hi - lo) / 2;
+        int64_t mid = lo + ((hi - lo) >> 1);      /* hi >= lo: a shift */
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
     if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
@@ -299,9 +299,28 @@ static void nxrt_explain(uintptr_t a, uint64_t size, uint64_t align, int site, c
 static uint8_t *nxrt_alive;             /* bit per mapping id */
 static uint64_t nxrt_alive_bits, nxrt_next_id = 1;
 
-static inline int nxrt_is_alive(uint64_t id)
+/* Only for an id nxrt_new_id gave (not 0): its bit exists. */
+static inline int nxrt_alive_bit(uint64_t id)
 {
-    return id != 0 && id < nxrt_alive_bits && (nxrt_alive[id >> 3] >> (id & 7)) & 1;
+    return (nxrt_alive[id >> 3] >> (id & 7)) & 1;
+}
+
+/* nxrt_recent_tab (nx_runtime.h): an entry names a live region; ending a
+   region clears the entries that can name it (those its bytes index). */
+NXRT_API nxrt_recent nxrt_recent_tab[NXRT_RECENT];
+
+static void nxrt_recent_forget(uintptr_t base, uint64_t len)
+{
+    uint64_t k, first = base >> NXRT_RECENT_SHIFT, last = (base + (len ? len - 1 : 0)) >> NXRT_RECENT_SHIFT;
+    if (last - first >= NXRT_RECENT) {
+        memset(nxrt_recent_tab, 0, sizeof nxrt_recent_tab);
+        return;
+    }
+    for (k = first; k <= last; k++) {
+        nxrt_recent *e = &nxrt_recent_tab[k % NXRT_RECENT];
+        if (e->base == base && e->len != 0)
+            e->len = 0;
+    }
 }
 
 static inline void nxrt_set_alive(uint64_t id, int on)
@@ -333,17 +352,14 @@ static uint64_t nxrt_new_id(void)
 /* The site's new cache entry for an access at a (g: the site's entry in its
    module's table); if the access is not valid, a trap (trap != 0) or the
    entry (0, 0), which no address hits. */
-static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align, int site, int trap,
-                                              nxrt_global_cache *g)
+/* The rest of a lookup, out of line so that the two hits above it need no
+   saved registers (measured: the prologue and epilogue were a third of a
+   lookup's instructions): the table of live regions, then the caches. */
+static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, uint64_t size, uint64_t align, int site,
+                                                                int trap, nxrt_global_cache *g, nxrt_recent *e)
 {
     nxrt_site_cache c;
-    const nxrt_region *r;
-    if (nxrt_rotr(a - g->base, (unsigned)__builtin_ctzll(align)) < g->span && nxrt_is_alive(g->id)) {
-        c.base = g->base;
-        c.span = g->span;
-        return c;
-    }
-    r = nxrt_find_live(a, size);
+    const nxrt_region *r = nxrt_find_live(a, size);
     if (r == NULL || (a & (align - 1)) != 0) {
         if (trap)
             nxrt_explain(a, size, align, site, "invalid memory access");
@@ -352,11 +368,40 @@ static inline nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64
         return c;
     }
     c.base = r->base;
-    c.span = (r->base & (align - 1)) ? 0 : (r->len - size) / align + 1;
-    g->base = c.base;
-    g->span = c.span;
-    g->id = r->id;
+    c.span = (r->base & (align - 1)) ? 0 : ((r->len - size) >> __builtin_ctzll(align)) + 1;
+    if (r->id != 0) {
+        e->base = r->base;
+        e->len = r->len;
+        e->id = r->id;
+        g->base = c.base;
+        g->span = c.span;
+        g->id = r->id;
+    }
     return c;
+}
+
+static inline __attribute__((always_inline)) nxrt_site_cache nxrt_chk_lookup(uintptr_t a, uint64_t size, uint64_t align,
+                                                                             int site, int trap, nxrt_global_cache *g)
+{
+    nxrt_site_cache c;
+    nxrt_recent *e;
+    /* An entry is only written with an id from nxrt_new_id (never 0), whose bit
+       exists: the bit alone says whether it is still valid. */
+    if (nxrt_rotr(a - g->base, (unsigned)__builtin_ctzll(align)) < g->span && nxrt_alive_bit(g->id)) {
+        c.base = g->base;
+        c.span = g->span;
+        return c;
+    }
+    e = &nxrt_recent_tab[(a >> NXRT_RECENT_SHIFT) % NXRT_RECENT];
+    if (a - e->base < e->len && e->len - (a - e->base) >= size && (a & (align - 1)) == 0) {
+        c.base = e->base;
+        c.span = (e->base & (align - 1)) ? 0 : ((e->len - size) >> __builtin_ctzll(align)) + 1;
+        g->base = c.base;
+        g->span = c.span;
+        g->id = e->id;
+        return c;
+    }
+    return nxrt_chk_search(a, size, align, site, trap, g, e);
 }
 
 NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
@@ -396,7 +441,7 @@ static int nxrt_add_live(const nxrt_region *r)
     if (i > 0 && nxrt_live[i - 1].base > r->base) {
         int64_t lo = 0, hi = i;
         while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
+            int64_t mid = lo + ((hi - lo) >> 1);      /* hi >= lo: a shift */
             if (nxrt_live[mid].base > r->base) hi = mid; else lo = mid + 1;
         }
         memmove(&nxrt_live[lo + 1], &nxrt_live[lo], (size_t)(i - lo) * sizeof *nxrt_live);
@@ -614,7 +659,7 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
     if (p == NULL)
         return 0;
     while (lo <= hi) {
-        int64_t mid = lo + (hi - lo) / 2;
+        int64_t mid = lo + ((hi - lo) >> 1);      /* hi >= lo: a shift */
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
     if (hi < 0 || nxrt_live[hi].base != a) {
@@ -631,6 +676,7 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
     memmove(&nxrt_live[hi], &nxrt_live[hi + 1], (size_t)(nxrt_nlive - hi - 1) * sizeof *nxrt_live);
     nxrt_nlive--;
     nxrt_set_alive(r.id, 0);
+    nxrt_recent_forget(r.base, r.len);
     r.unmap_site = site;
 #ifdef NXRT_HAVE_ARENA
     if (r.chunk >= 0) {
@@ -708,6 +754,7 @@ NXRT_API void nxrt_buf_clear(void)
     int64_t i;
     for (i = 0; i < nxrt_nbufs; i++)
         nxrt_set_alive(nxrt_bufs[i].id, 0);
+    memset(nxrt_recent_tab, 0, sizeof nxrt_recent_tab);
     nxrt_nbufs = 0;
 }
 

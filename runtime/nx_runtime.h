@@ -427,6 +427,28 @@ static inline uint64_t nxrt_rotr(uint64_t x, unsigned s)
    scanning thousands of sites. */
 typedef struct { uintptr_t base; uint64_t span; uint64_t id; } nxrt_global_cache;
 
+/* Behind the sites' own caches, one shared by all sites and modules: live
+   regions found lately, by the address looked up (a mapping made in one
+   function is then first touched by several, and each callee's caches start
+   empty).  The hoisted checks read it inline before calling the slow path;
+   sys_munmap clears the entries of the region it ends (nx_runtime.c). */
+typedef struct { uintptr_t base; uint64_t len; uint64_t id; } nxrt_recent;
+#define NXRT_RECENT 64
+#define NXRT_RECENT_SHIFT 8
+NXRT_STATE nxrt_recent nxrt_recent_tab[NXRT_RECENT];
+
+/* A live region holding a T at nx_a, aligned for it, from nxrt_recent_tab:
+   the site cache pair K is set to it (else left as it was) */
+#define NXRT_RECENT_FILL(T, nx_a, K) __extension__({                                          \
+        const nxrt_recent *nx_e = &nxrt_recent_tab[((nx_a) >> NXRT_RECENT_SHIFT) % NXRT_RECENT]; \
+        int nx_hit = (nx_a) - nx_e->base < nx_e->len && nx_e->len - ((nx_a) - nx_e->base) >= sizeof(T) && \
+                     (nx_e->base & (_Alignof(T) - 1)) == 0;                                   \
+        if (nx_hit) {                                                                         \
+            nx_cb##K = nx_e->base;                                                            \
+            nx_cs##K = ((nx_e->len - sizeof(T)) >> NXRT_LOG2(_Alignof(T))) + 1;               \
+        }                                                                                     \
+        nx_hit; })
+
 /* This file's per-site caches behind the locals (each module's object has
    its own table, indexed by the site's local index). */
 static nxrt_global_cache nxrt_sc[NXRT_SITES] __attribute__((unused));
@@ -477,7 +499,7 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
    NXRT_TRY: one access to a T at `addr` is valid. */
 #define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
-        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K && !NXRT_RECENT_FILL(T, nx_a, K)) { \
             nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));       \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
@@ -492,9 +514,11 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
         uintptr_t nx_a = (uintptr_t)(first);                                                 \
         uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
         if (nx_k >= nx_cs##K) {                                                               \
-            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE)); \
-            nx_cb##K = nx_c.base;                                                             \
-            nx_cs##K = nx_c.span;                                                             \
+            if (!NXRT_RECENT_FILL(T, nx_a, K)) {                                              \
+                nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));   \
+                nx_cb##K = nx_c.base;                                                         \
+                nx_cs##K = nx_c.span;                                                         \
+            }                                                                                 \
             nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \
         }                                                                                     \
         nx_k < nx_cs##K && (uint64_t)(n) < nx_cs##K - nx_k; })

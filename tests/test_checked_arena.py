@@ -140,3 +140,34 @@ def test_off_by_one_past_a_large_mapping(write_nx, backend):
     got = outcome(write_nx, source, backend)
     assert got.status == "RUNTIME-ERROR", got
     assert "out-of-bounds read of i64 at 0x" in got.message and "offset 40000 of the 40000-byte mapping" in got.message
+
+
+@pytest.mark.parametrize("backend", ["c", "py"])
+def test_hoisted_loop_over_an_unmapped_mapping_it_read_before(write_nx, backend):
+    # The first total() leaves the mapping in the runtime's shared cache of
+    # regions found lately (the hoisted checks read it); sys_munmap must drop
+    # it there, so the second total() runs checked and stops at its first read.
+    source = """
+    func total(p: *i64, n: i64) -> i64 {
+        var s: i64 = 0
+        var i: i64 = 0
+        while i < n {
+            s = s + p[i]
+            i = i + 1
+        }
+        return s
+    }
+
+    func main() -> i64 {
+        let p: *i64 = sys_mmap(64) as *i64
+        if total(p, 8) != 0 { return 1 }
+        let saved: *i64 = p
+        sys_munmap(p as *void, 64)
+        return total(saved, 8)
+    }
+"""
+    got = outcome(write_nx, source, backend)
+    assert got.status == "RUNTIME-ERROR", got
+    assert (f"t.nx:{line_of(source, 's = s + p[i]')}:" in got.message
+            and "after sys_munmap: offset 0 of the 64-byte mapping" in got.message), got.message
+    assert [f.function for f in got.stack] == ["total", "main"]
