@@ -356,9 +356,10 @@ static uint64_t nxrt_new_id(void)
    saved registers (measured: the prologue and epilogue were a third of a
    lookup's instructions): the table of live regions, then the caches. */
 static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, uint64_t size, uint64_t align, int site,
-                                                                int trap, nxrt_global_cache *g, nxrt_recent *e)
+                                                                int trap, nxrt_global_cache *g)
 {
     nxrt_site_cache c;
+    nxrt_recent *e = &nxrt_recent_tab[(a >> NXRT_RECENT_SHIFT) % NXRT_RECENT];
     const nxrt_region *r = nxrt_find_live(a, size);
     if (r == NULL || (a & (align - 1)) != 0) {
         if (trap)
@@ -401,7 +402,7 @@ static inline __attribute__((always_inline)) nxrt_site_cache nxrt_chk_lookup(uin
         g->id = e->id;
         return c;
     }
-    return nxrt_chk_search(a, size, align, site, trap, g, e);
+    return nxrt_chk_search(a, size, align, site, trap, g);   /* six arguments: a tail call, nothing saved */
 }
 
 NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
