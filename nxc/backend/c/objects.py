@@ -12,7 +12,11 @@ A gate's shared library is linked from
 - the gate's entry (emit.emit_entry_c: the root's main, the entry points,
   each module's site base), an object keyed by its own text.
 The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
-keys and the entry's text) like any build (nxc/backend/c/build.py).
+keys, the entry's text, the flags and the linker) like any build
+(nxc/backend/c/build.py). Module objects and entries are compiled against
+a precompiled nx_runtime.h of their configuration (GCC: `ensure_pch`), and
+linked with gold when the compiler can (`link_flags`); docs/build.md says
+what each saves.
 
 Run-time error sites are module-local: a site id is (ordinal << 20) | local
 index, where a module's ordinal is its place in the link (the entry defines
@@ -60,6 +64,8 @@ SITE_BITS = 20                  # NXRT_SITE_BITS in runtime/nx_runtime.h
 MAX_LINKED = (1 << (31 - SITE_BITS)) - 1     # module ordinals that fit a positive int32 site id
 # Objects kept in the cache (each 5-50 KB); the bound grows with the tree.
 MAX_OBJECTS = 4096
+# Precompiled runtime headers kept (one per build configuration, ~5 MB each).
+MAX_PCH = 8
 
 
 # ---- keys ----
@@ -387,7 +393,21 @@ def ensure_pch(checked: bool, opt: str) -> str | None:
         except c_build.BuildError:
             _pch_failed.add(key)
             return None
+    _prune_pch(folder)
     return folder if _pch_usable(target) else None
+
+
+def _prune_pch(keep: str) -> None:
+    """At most MAX_PCH precompiled headers (each about 5 MB) are kept: those
+    of the configurations used last (a folder's time is its last check)."""
+    parent = os.path.dirname(keep)
+    try:
+        found = [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("pch-") and not n.endswith(".lock")]
+        found.sort(key=lambda p: os.stat(p).st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in [p for p in found if p != keep][MAX_PCH - 1:]:
+        shutil.rmtree(old, ignore_errors=True)      # a compile that loses it falls back to the header
 
 
 def _pch_usable(target: str) -> bool:
@@ -403,6 +423,8 @@ def _pch_usable(target: str) -> bool:
         return True
     if stamped(target):
         _pch_verified[target] = version
+        with contextlib.suppress(OSError):
+            os.utime(os.path.dirname(target))      # recently used: pruned last
         return True
     discard(target)
     return False
