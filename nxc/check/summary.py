@@ -292,6 +292,8 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
             new_warnings.setdefault(d.pos.file.path, []).append(d.render())
     complete = diags.show_warnings and not diags.dropped["warning"] and placed
     for p in todo:
+        if p in stored and stored[p]["warnings"] == new_warnings.get(p, []):
+            continue                    # the root of a gate, checked again: its verdict stands
         if complete and checker.uses.get(p, set()) <= closures[p]:
             store_verdict(keys[p], new_warnings.get(p, []), digests[p])
     warnings = []

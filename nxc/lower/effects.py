@@ -47,6 +47,14 @@ def recorded(program) -> Recorded | None:
     return getattr(program, "recorded", None)
 
 
+def checked_functions(program) -> list:
+    """The program's functions whose bodies it checked (all but the recorded ones)."""
+    rec = recorded(program)
+    if rec is None or not rec.unchecked:
+        return program.functions
+    return [fn for fn in program.functions if fn.decl.name not in rec.unchecked]
+
+
 def unmapping(program) -> set[str]:
     """may_unmap over a program some of whose bodies were not checked: those
     functions' answers come from their records, the fixed point runs over the rest."""
@@ -54,8 +62,7 @@ def unmapping(program) -> set[str]:
     if rec is None:
         return may_unmap(program)
     info = program.info
-    callees = {fn.decl.name: calls_in(fn.decl.body, info.sym) for fn in program.functions
-               if fn.decl.name not in rec.unchecked}
+    callees = {fn.decl.name: calls_in(fn.decl.body, info.sym) for fn in checked_functions(program)}
     result = {"sys_munmap"} | set(rec.may_unmap)
     changed = True
     while changed:
@@ -85,13 +92,11 @@ def _fixed_point(program, disqualified, kind: str = "memory_free") -> set[str]:
     info = program.info
     found = {sym.name for sym in program.externs if sym.name not in MEMORY_EXTERNS}
     rec = recorded(program)
-    skip = frozenset()
     if rec is not None:             # recorded answers for the bodies not checked here
         found |= getattr(rec, kind)
-        skip = rec.unchecked
     calls = {}
-    for fn in program.functions:
-        if fn.decl.name not in skip and not disqualified(fn.decl.body, info):
+    for fn in checked_functions(program):
+        if not disqualified(fn.decl.body, info):
             calls[fn.decl.name] = _callees(fn.decl.body, info)
     changed = True
     while changed:

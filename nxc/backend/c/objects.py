@@ -148,6 +148,7 @@ class LinkedC(CapturesMixin):
         # (`read_record`), and their bodies are checked here when their C
         # must be emitted after all.
         self.bodies = getattr(program, "bodies", None)
+        self._closures: dict[str, list] = {}        # module path -> its import closure
 
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
@@ -182,7 +183,7 @@ class LinkedC(CapturesMixin):
         bodies = self.bodies
         program = bodies.program
         with_functions = {fn.module.source.path for fn in program.functions if fn is not program.entry}
-        closures = {}
+        closures = self._closures
         pending = import_closure(program, program.graph.root)       # dependencies first
         while pending:
             ready, missing, later = [], [], []
@@ -213,7 +214,9 @@ class LinkedC(CapturesMixin):
                 digest = self._interfaces[m.source.path] = _digest(
                     m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
                 if key is not None:
-                    write_record(key, record_of(view, m, digest, self.checked))
+                    record = record_of(view, m, digest, self.checked)
+                    if read_record(key) != record:      # (the root's, checked by every run of its gate)
+                        write_record(key, record)
             pending = later
         self.program = bodies.program
 
@@ -258,7 +261,8 @@ class LinkedC(CapturesMixin):
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
-            closure = import_closure(program, module)
+            p = module.source.path
+            closure = self._closures.get(p) or self._closures.setdefault(p, import_closure(program, module))
             key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
             units.append(ModuleUnit(module, closure, key))
         if len(units) > MAX_LINKED:
