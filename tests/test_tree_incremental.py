@@ -211,3 +211,35 @@ def test_an_effect_changed_by_a_body_edit_recompiles_the_importers_that_depend_o
     assert top["status"] == "RUNTIME-ERROR", top
     assert [(os.path.basename(f["file"]), f["function"], f["line"]) for f in top["stack"]] == [
         ("leaf.nx", "f", 3), ("mid.nx", "g", 4), ("top.nx", "main", 3)], top["stack"]
+
+
+def test_a_damaged_record_is_not_trusted_and_a_module_using_names_outside_its_closure_takes_the_whole_check(tmp_path):
+    """Records are sealed cache files: one that was tampered with is ignored
+    (its module's bodies are checked again, and the gate still passes). A
+    module whose bodies use a name of a module it does not import (legal: one
+    namespace) has no verdict, so its gate's worker checks the whole closure,
+    as check_file would, and the results are the same."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in EFFECTS_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    first = _results(str(tree), cache)
+    assert first["top"]["passed"]
+    records = tmp_path / "cache" / "c" / "records"
+    damaged = sorted(records.iterdir())
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:-3] + b"xyz")
+    (tree / "top.nx").write_text(EFFECTS_FILES["top.nx"].replace("!= 8", "!= 8 + 0"), "utf-8")
+    again = _results(str(tree), cache)
+    assert again["top"]["passed"]
+    assert {os.path.basename(p) for p in again["top"]["checked_bodies"]} >= {"top.nx", "mid.nx", "leaf.nx"}
+
+    # side.nx calls f (leaf.nx) without importing it: only top's closure makes that legal
+    (tree / "side.nx").write_text("func h(x: i64) -> i64 {\n    if x > 100 { return 0 }\n    return f(x) + 1\n}\n",
+                                  "utf-8")
+    (tree / "top.nx").write_text('import "side.nx"\n' + EFFECTS_FILES["top.nx"].replace(
+        "    return 0\n}", "    if h(3) != 5 { return 2 }\n    return 0\n}"), "utf-8")
+    wide = _results(str(tree), cache)
+    assert wide["top"]["passed"], wide["top"]
+    assert {os.path.basename(p) for p in wide["top"]["checked_bodies"]} >= {"top.nx", "mid.nx", "leaf.nx", "side.nx"}

@@ -25,7 +25,11 @@ Declarations of the whole closure are still collected from the ASTs (from
 the parse cache) to resolve names: docs/performance.md measures that phase
 against the bodies. `check_module` checks the bodies of one module only and
 returns a Program with just its functions (for an emitter of that one
-module); `check_incremental` is `nxc check`'s front end.
+module); `check_incremental` is `nxc check`'s front end; `check_gate` is
+that of a gate's worker in `nxc test` (C backend): the root's bodies are
+always checked, and the Program is a PartialProgram whose unchecked bodies'
+effects come from the records kept with their objects (nxc/backend/c/
+objects.py, LinkedC), which checks more bodies only where it must emit them.
 """
 from __future__ import annotations
 

@@ -129,9 +129,10 @@ class LinkedC(CapturesMixin):
     def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
         """closure_digest(linked, closure) -> str: the digest of what a module's
         C takes from its imports (closure: its import closure, itself last).
-        Default: `closure_interface_digest` (their interfaces, from the checked
-        program); `closure_source_digest` is the conservative alternative, and
-        per-module check summaries (issue 21 part B) can be swapped in here."""
+        Default: `closure_interface_digest` (their interfaces: interface_text of
+        the modules checked here, the records' digests for the others, see
+        `_interfaces_from_records`); `closure_source_digest` is the
+        conservative alternative."""
         self.program = program
         self.closure_digest = closure_digest or LinkedC.closure_interface_digest
         self.checked = checked
