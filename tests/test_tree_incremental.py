@@ -243,3 +243,25 @@ def test_a_damaged_record_is_not_trusted_and_a_module_using_names_outside_its_cl
     wide = _results(str(tree), cache)
     assert wide["top"]["passed"], wide["top"]
     assert {os.path.basename(p) for p in wide["top"]["checked_bodies"]} >= {"top.nx", "mid.nx", "leaf.nx", "side.nx"}
+
+
+def test_an_object_missing_beside_its_record_is_emitted_from_bodies_checked_then(tmp_path):
+    """A record can outlive its object (pruned, or deleted by hand): the worker
+    then finds the module's digest in the record, so it did not check its
+    bodies, and checks them when the object must be compiled again."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in EFFECTS_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    assert _results(str(tree), cache)["top"]["passed"]
+    for path in (tmp_path / "cache" / "c" / "obj").glob("*.o"):
+        path.unlink()
+    for path in (tmp_path / "cache" / "c").glob("_nx_*.so"):
+        path.unlink()
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree / "top.nx"), "--json", "--rerun"],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
+    top = next(json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"event": "result"'))
+    assert top["passed"], top
+    assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["recompiled"]}
+    assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["checked_bodies"]}
