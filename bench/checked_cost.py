@@ -8,7 +8,9 @@ run forks a child that times `main()` in its own thread CPU time
 (CLOCK_THREAD_CPUTIME_ID, so a busy machine disturbs it little). Prints the
 minimum and median per build and the checked/unchecked ratio of the minima.
 --callgrind also counts the instructions of one run of each (valgrind; the
-process start-up, ~0.15 M instructions, is included). -D passes a macro to
+process start-up, ~0.15 M instructions, is included), from builds with
+-mno-avx512f added (valgrind 3.19 stops at the first AVX-512 instruction, which
+-march=native emits on this machine; a run that does not pass is an error). -D passes a macro to
 the checked build only, for experiments such as -D NXRT_QUARANTINE_BYTES=0
 (no quarantine: not a supported mode, it misses use-after-unmap).
 bench/run_bench.py (section 2b) measures the same gate through the Python API.
@@ -73,16 +75,17 @@ int main(int argc, char **argv)
 """
 
 
-def build(gate: str, checked: bool, out_dir: str, defines: list[str]) -> str:
+def build(gate: str, checked: bool, out_dir: str, defines: list[str], extra: tuple[str, ...] = (),
+          tag: str = "") -> str:
     args = [sys.executable, "-m", "nxc", "emit-c", gate] + ([] if checked else ["--unchecked"])
     text = subprocess.run(args, check=True, capture_output=True, text=True).stdout
-    c_file = os.path.join(out_dir, f"{'checked' if checked else 'unchecked'}.c")
+    c_file = os.path.join(out_dir, f"{'checked' if checked else 'unchecked'}{tag}.c")
     with open(c_file, "w", encoding="utf-8") as f:
         f.write(text + DRIVER)
     exe = c_file[:-2]
     flags = [x for x in flags_for("2") if x not in ("-shared", "-fPIC", "-fvisibility=hidden", "-std=c11")]
     subprocess.run([*compiler(), *flags, "-std=gnu11", "-g", *(["-D" + d for d in defines] if checked else []),
-                    "-I", runtime_dir(), c_file, "-o", exe, "-lm"], check=True)
+                    *extra, "-I", runtime_dir(), c_file, "-o", exe, "-lm"], check=True)
     return exe
 
 
@@ -107,10 +110,13 @@ def main() -> int:
         print(f"main() CPU time, min: checked {c:.1f} us / unchecked {u:.1f} us = {c / u:.3f}")
         if args.callgrind:
             counts = {}
-            for k, exe in exes.items():
+            for k in exes:
+                exe = build(args.gate, k == "checked", tmp, args.defines, ("-mno-avx512f",), "-cg")
                 out = os.path.join(tmp, f"cg.{k}")
                 proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", exe, "0"],
                                       capture_output=True, text=True)
+                if proc.returncode != 0:
+                    sys.exit(f"callgrind: the {k} run did not pass (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
                 counts[k] = int(re.search(r"Collected : (\d+)", proc.stderr).group(1))
             print(f"instructions, one run: checked {counts['checked'] / 1e6:.2f} M / unchecked "
                   f"{counts['unchecked'] / 1e6:.2f} M = {counts['checked'] / counts['unchecked']:.2f}")

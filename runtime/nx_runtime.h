@@ -312,10 +312,14 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
  *  - The slow path binary-searches the live mappings (sorted by base), then
  *    the buffers the Python API registered for the current call, refills the
  *    site's cache, or records a fault and calls nx_trap.
- *  - sys_munmap does not free at once: the range goes to a quarantine (FIFO,
- *    NXRT_QUARANTINE_BYTES), so an access through a saved copy of the pointer
- *    finds the dead mapping and says where it was mapped and unmapped, instead
- *    of silently reading a later mapping that calloc put at the same address.
+ *  - No address is handed out twice while a stale pointer could still hold
+ *    it: small mappings come from an arena whose addresses only increase
+ *    (nx_runtime.c says how its pages are reused), larger ones are calloc'd
+ *    and sys_munmap keeps them allocated for a while.  The last
+ *    NXRT_QUARANTINE_COUNT unmapped ranges are remembered (the quarantine,
+ *    FIFO; calloc'd ones up to NXRT_QUARANTINE_BYTES), so an access through a
+ *    saved copy of the pointer finds the dead mapping and says where it was
+ *    mapped and unmapped, instead of silently reading a later mapping.
  *  - Each mapping gets NXRT_REDZONE bytes on both sides, so a small overrun
  *    never lands in the neighbouring mapping (glibc puts chunks 16 bytes apart).
  *  - The fault itself is recorded as numbers (kind, address, size, the
@@ -351,11 +355,22 @@ enum {
 typedef struct {
     uintptr_t base;         /* what the program sees */
     uint64_t len;
-    void *block;            /* what calloc returned (NULL: an API buffer) */
+    void *block;            /* what calloc returned (NULL: an API buffer or in the arena) */
+    int32_t chunk;          /* the arena chunk holding it (nx_runtime.c), -1: none */
     int32_t map_site;       /* site of sys_mmap; <= -2: API argument -2-k */
     int32_t unmap_site;     /* site of sys_munmap, -1 while live */
     uint64_t id;            /* unique per mapping (nxrt_alive); 0: none */
 } nxrt_region;
+
+/* A quarantined range: what a fault report needs, in 24 bytes (the ring is
+   written once per sys_munmap, so its size is pages touched).  NXRT_DEAD_HELD
+   in len: the range still holds its calloc block (base - NXRT_REDZONE). */
+typedef struct {
+    uintptr_t base;
+    uint64_t len;
+    int32_t map_site, unmap_site;
+} nxrt_dead_rec;
+#define NXRT_DEAD_HELD ((uint64_t)1 << 63)
 
 typedef struct { uintptr_t base; uint64_t span; } nxrt_site_cache;
 
@@ -365,7 +380,7 @@ typedef struct { uintptr_t base; uint64_t span; } nxrt_site_cache;
 /* The state, defined once in nx_runtime.c (see there). */
 NXRT_STATE nxrt_region *nxrt_live;
 NXRT_STATE int64_t nxrt_nlive, nxrt_caplive;
-NXRT_STATE nxrt_region nxrt_dead[NXRT_QUARANTINE_COUNT];
+NXRT_STATE nxrt_dead_rec nxrt_dead[NXRT_QUARANTINE_COUNT];
 NXRT_STATE int64_t nxrt_dead_head, nxrt_ndead;
 NXRT_STATE uint64_t nxrt_dead_bytes;
 NXRT_STATE nxrt_region nxrt_bufs[64];
@@ -411,6 +426,28 @@ static inline uint64_t nxrt_rotr(uint64_t x, unsigned s)
    bit in nxrt_alive is set: ending a mapping clears one bit instead of
    scanning thousands of sites. */
 typedef struct { uintptr_t base; uint64_t span; uint64_t id; } nxrt_global_cache;
+
+/* Behind the sites' own caches, one shared by all sites and modules: live
+   regions found lately, by the address looked up (a mapping made in one
+   function is then first touched by several, and each callee's caches start
+   empty).  The hoisted checks read it inline before calling the slow path;
+   sys_munmap clears the entries of the region it ends (nx_runtime.c). */
+typedef struct { uintptr_t base; uint64_t len; uint64_t id; } nxrt_recent;
+#define NXRT_RECENT 64
+#define NXRT_RECENT_SHIFT 8
+NXRT_STATE nxrt_recent nxrt_recent_tab[NXRT_RECENT];
+
+/* A live region holding a T at nx_a, aligned for it, from nxrt_recent_tab:
+   the site cache pair K is set to it (else left as it was) */
+#define NXRT_RECENT_FILL(T, nx_a, K) __extension__({                                          \
+        const nxrt_recent *nx_e = &nxrt_recent_tab[((nx_a) >> NXRT_RECENT_SHIFT) % NXRT_RECENT]; \
+        int nx_hit = (nx_a) - nx_e->base < nx_e->len && nx_e->len - ((nx_a) - nx_e->base) >= sizeof(T) && \
+                     (nx_e->base & (_Alignof(T) - 1)) == 0;                                   \
+        if (nx_hit) {                                                                         \
+            nx_cb##K = nx_e->base;                                                            \
+            nx_cs##K = ((nx_e->len - sizeof(T)) >> NXRT_LOG2(_Alignof(T))) + 1;               \
+        }                                                                                     \
+        nx_hit; })
 
 /* This file's per-site caches behind the locals (each module's object has
    its own table, indexed by the site's local index). */
@@ -462,7 +499,7 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
    NXRT_TRY: one access to a T at `addr` is valid. */
 #define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
-        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K) {              \
+        if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K && !NXRT_RECENT_FILL(T, nx_a, K)) { \
             nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));       \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
@@ -477,9 +514,11 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
         uintptr_t nx_a = (uintptr_t)(first);                                                 \
         uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
         if (nx_k >= nx_cs##K) {                                                               \
-            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE)); \
-            nx_cb##K = nx_c.base;                                                             \
-            nx_cs##K = nx_c.span;                                                             \
+            if (!NXRT_RECENT_FILL(T, nx_a, K)) {                                              \
+                nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));   \
+                nx_cb##K = nx_c.base;                                                         \
+                nx_cs##K = nx_c.span;                                                         \
+            }                                                                                 \
             nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                       \
         }                                                                                     \
         nx_k < nx_cs##K && (uint64_t)(n) < nx_cs##K - nx_k; })

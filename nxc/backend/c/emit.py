@@ -579,7 +579,7 @@ class FunctionEmitter(FunctionEmitterBase):
     def cache_for(self, address: str, t: str) -> int:
         """The cache pair of the place whose address() was just written: accesses
         through the same pointer at the same type share one (see cache_of)."""
-        key = (self.pointer_text.pop() if self.pointer_text else address, t)
+        key = (self.pointer_text.pop() if self.pointer_text else address, _cache_shape(t))
         self.pointer_text = []
         k = self.cache_of.get(key)
         if k is None:
@@ -697,6 +697,22 @@ class FunctionEmitter(FunctionEmitterBase):
         return c_int_literal(self.const(e), self.ty(e))
 
     visit_BoolLit = visit_IntLit
+
+
+def _cache_shape(t: str) -> str:
+    """What a site cache entry depends on besides the mapping: the access's size
+    and alignment (runtime/nx_runtime.h: span = (len - size) / align + 1). The
+    8-byte scalars and every pointer share one, so `pool.n` and `pool.K` through
+    the same pointer pay one miss per call, not two."""
+    if t.endswith("*") or t in ("int64_t", "uint64_t", "double"):
+        return "8"
+    if t in ("int32_t", "uint32_t", "float"):
+        return "4"
+    if t in ("int16_t", "uint16_t"):
+        return "2"
+    if t in ("int8_t", "uint8_t"):
+        return "1"
+    return t
 
 
 # Where the checked code forgets its site caches (filled in when the function is done).
