@@ -292,8 +292,10 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
 /*
  * Compiled in when the generated file defines NXRT_CHECKED (nxc's default;
  * `--unchecked` / checked=False leave it out; nx_runtime.c must then be
- * compiled with it too).  The generated file also defines NXRT_SITES (its
- * number of source sites) and its table `nxrt_sc` of per-site caches.
+ * compiled with it too).  The generated file also defines its table `nxrt_sc`
+ * of per-site caches, after this header (NXRT_SITE_TABLE(number of sites)):
+ * nothing in the header depends on the file, so one precompiled header per
+ * build configuration serves every file (nxc/backend/c/objects.py).
  *
  * Site ids: a site is (module ordinal << NXRT_SITE_BITS) | local index.  A
  * module's object numbers its own sites from 0 and adds its ordinal, which
@@ -332,9 +334,6 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
  *    reports).  The stack may live in a page shared with the parent process
  *    (nxrt_stack_mirror), which reads it after killing a gate that timed out.
  */
-#ifndef NXRT_SITES
-#define NXRT_SITES 1
-#endif
 #ifndef NXRT_STACK_CAP
 #define NXRT_STACK_CAP 100000
 #endif
@@ -450,8 +449,9 @@ NXRT_STATE nxrt_recent nxrt_recent_tab[NXRT_RECENT];
         nx_hit; })
 
 /* This file's per-site caches behind the locals (each module's object has
-   its own table, indexed by the site's local index). */
-static nxrt_global_cache nxrt_sc[NXRT_SITES] __attribute__((unused));
+   its own table, indexed by the site's local index): the generated file says
+   NXRT_SITE_TABLE(n) right after including this header, before any use. */
+#define NXRT_SITE_TABLE(n) static nxrt_global_cache nxrt_sc[(n)] __attribute__((unused))
 
 /* The slow path: `g` is the site's entry in its module's table nxrt_sc.
    nxrt_chk_try is the same lookup for the checks hoisted before a loop

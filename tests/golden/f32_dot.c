@@ -7,16 +7,14 @@
 #ifndef NX_FLAGS_CHECKED
 #error "compile with -std=c11 -fwrapv -fno-strict-aliasing -ffp-contract=off -DNX_FLAGS_CHECKED (see docs/build.md)"
 #endif
-#include <stdint.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdio.h>
-#include <stdlib.h>
 /* Checked build: memory accesses checked, .nx call stack kept (nx_runtime.h). */
 #define NXRT_CHECKED 1
-#define NXRT_SITES 17
 #define NXRT_ONE_FILE 1
+/* The runtime's header first, before any other: a gate's objects are compiled
+ * with a precompiled copy of it, which GCC can only use for the first include. */
 #include "nx_runtime.h"
+#include <stdio.h>
+NXRT_SITE_TABLE(17);
 /* One file: the runtime's state and out-of-line functions are in it too. */
 #include "nx_runtime.c"
 

@@ -1036,8 +1036,11 @@ def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module
 @deep
 def emit_entry_c(program: Program, closure: list[ast.Module], site_bases: list[tuple[str, int]], *,
                  checked: bool = False, unbox_f32: bool = True) -> UnitC:
-    """A gate's entry: the root's main (if any), the entry points cffi opens,
-    and `site_bases` ((symbol, value) of every module object of the link)."""
+    """A gate's entry: the root's main (if any) with the imported helpers it
+    copies, the gate's report and the entry points cffi opens, and
+    `site_bases` ((symbol, value) of every module object of the link). Its
+    sites have ordinal 0. (The root module's other functions are in the
+    root's module object.)"""
     root = program.graph.root
     own = [program.entry] if program.entry is not None else []
     copied, imported, structs, paths, position = _unit_parts(program, own, closure)

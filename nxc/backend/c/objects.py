@@ -12,7 +12,11 @@ A gate's shared library is linked from
 - the gate's entry (emit.emit_entry_c: the root's main, the entry points,
   each module's site base), an object keyed by its own text.
 The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
-keys and the entry's text) like any build (nxc/backend/c/build.py).
+keys, the entry's text, the flags and the linker) like any build
+(nxc/backend/c/build.py). Module objects and entries are compiled against
+a precompiled nx_runtime.h of their configuration (GCC: `ensure_pch`), and
+linked with gold when the compiler can (`link_flags`); docs/build.md says
+what each saves.
 
 Run-time error sites are module-local: a site id is (ordinal << 20) | local
 index, where a module's ordinal is its place in the link (the entry defines
@@ -35,6 +39,7 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -60,6 +65,8 @@ SITE_BITS = 20                  # NXRT_SITE_BITS in runtime/nx_runtime.h
 MAX_LINKED = (1 << (31 - SITE_BITS)) - 1     # module ordinals that fit a positive int32 site id
 # Objects kept in the cache (each 5-50 KB); the bound grows with the tree.
 MAX_OBJECTS = 4096
+# Precompiled runtime headers kept (one per build configuration, ~5 MB each).
+MAX_PCH = 8
 
 
 # ---- keys ----
@@ -111,8 +118,9 @@ def object_key(module_source_digest: str, closure_digest: str, config: str) -> s
 
 
 def link_key(object_keys: list[str], runtime_key: str, entry_text: str, opt: str) -> str:
-    """The key of a gate's library: what it links, in link order."""
-    return _digest("link", runtime_key, entry_text, " ".join(c_build.flags_for(opt)), *object_keys)[:24]
+    """The key of a gate's library: what it links, in link order, and how."""
+    return _digest("link", runtime_key, entry_text, " ".join([*c_build.flags_for(opt), *link_flags()]),
+                   *object_keys)[:24]
 
 
 def object_flags(opt: str) -> list[str]:
@@ -432,9 +440,10 @@ def _write_sites(key: str, sites: list[Site]) -> None:
     write_atomically(path, seal(os.path.basename(path), json.dumps(rows).encode("utf-8", "surrogateescape")))
 
 
-def ensure_object(key: str, emit, opt: str, use_cache: bool = True) -> tuple[str, bool]:
+def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: bool | None = None) -> tuple[str, bool]:
     """(path of object `key`, whether it was compiled now); `emit()` gives
-    its UnitC when it has to be built."""
+    its UnitC when it has to be built, of configuration `checked` (its
+    precompiled runtime header; None: compiled from the header)."""
     folder = objects_dir()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     target = os.path.join(folder, key + ".o")
@@ -444,7 +453,8 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True) -> tuple[str
         if use_cache and _usable(target, key):      # another worker built it while we waited
             return target, False
         unit = emit()
-        _compile_object(unit.text, target, opt)
+        pch = ensure_pch(checked, opt) if checked is not None and use_cache else None
+        _compile_object(unit.text, target, opt, (), pch)
         _write_sites(key, unit.sites)
     _pruned_after_write()
     return target, True
@@ -463,8 +473,9 @@ def _usable(target: str, key: str) -> bool:
     return False
 
 
-def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()) -> None:
-    """`cc -c` of C `text` (None: runtime/nx_runtime.c) into `target`, atomically."""
+def _compile_object(text: str | None, target: str, opt: str, defines: tuple = (), pch: str | None = None) -> None:
+    """`cc -c` of C `text` (None: runtime/nx_runtime.c) into `target`, atomically;
+    `pch`: the folder of the precompiled runtime header to use (ensure_pch)."""
     folder = os.path.dirname(target)
     cc = c_build.compiler()
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
@@ -475,10 +486,142 @@ def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()
             source = os.path.join(tmp, os.path.splitext(os.path.basename(target))[0] + ".c")
             with open(source, "w", encoding="utf-8") as f:
                 f.write(text)
-        cmd = [*cc, *object_flags(opt), *defines, "-I", runtime_dir(), "-c", source, "-o", out_tmp]
+        # GCC looks for nx_runtime.h.gch in each include folder before the
+        # header itself: the precompiled folder first, then the real header
+        # (which GCC silently falls back to when the .gch does not match).
+        search = ["-I", pch] if pch is not None else []
+        cmd = [*cc, *object_flags(opt), *defines, *search, "-I", runtime_dir(), "-c", source, "-o", out_tmp]
         _run_compiler(cmd)
         os.replace(out_tmp, target)
     stamp(target)
+
+
+# ---- the runtime header, precompiled ----
+# Parsing nx_runtime.h is a fixed cost of every object (about 15 ms of CPU
+# at -O2, a third of a gate's entry): GCC compiles it once per build
+# configuration to a .gch and loads that instead, in about 5 ms (measured in
+# docs/performance.md; the objects are byte for byte the same).
+# The header depends on nothing of the file that includes it (the site table's
+# size is given after it, NXRT_SITE_TABLE), and a generated file includes it
+# first, after defining NXRT_CHECKED exactly as the .gch was made with.
+PCH_HEADER = "nx_runtime.h"
+
+
+def pch_key(checked: bool, opt: str) -> str:
+    return "pch-" + _digest("pch", build_config_text(checked, opt))[:24]
+
+
+@lru_cache(maxsize=1)
+def pch_supported() -> bool:
+    """GCC only: clang neither finds a .gch by #include nor reads GCC's (it
+    would compile correctly from the real header, only make .gch files in vain)."""
+    ident = c_build.compiler_identity(tuple(c_build.compiler())).lower()
+    return "clang" not in ident and os.environ.get("NXC_NO_PCH", "") in ("", "0")
+
+
+_pch_failed: set[str] = set()           # configurations whose header did not precompile (this process)
+_pch_verified: dict[str, tuple] = {}    # .gch path -> (inode, size, mtime) whose seal was checked
+
+
+def ensure_pch(checked: bool, opt: str) -> str | None:
+    """The folder holding the precompiled runtime header of this
+    configuration, built if missing; None when there is none to use (not
+    GCC, or it failed to build: objects then compile from the header)."""
+    if not pch_supported():
+        return None
+    key = pch_key(checked, opt)
+    if key in _pch_failed:
+        return None
+    folder = os.path.join(objects_dir(), key)
+    target = os.path.join(folder, PCH_HEADER + ".gch")
+    if _pch_usable(target):
+        return folder
+    with _locked(os.path.join(objects_dir(), key + ".lock")):
+        if _pch_usable(target):         # another worker built it while we waited
+            return folder
+        try:
+            _compile_header(target, checked, opt)
+        except c_build.BuildError:
+            _pch_failed.add(key)
+            return None
+    _prune_pch(folder)
+    return folder if _pch_usable(target) else None
+
+
+def _prune_pch(keep: str) -> None:
+    """At most MAX_PCH precompiled headers (each about 5 MB) are kept: those
+    of the configurations used last (a folder's time is its last check)."""
+    parent = os.path.dirname(keep)
+    try:
+        found = [os.path.join(parent, n) for n in os.listdir(parent) if n.startswith("pch-") and not n.endswith(".lock")]
+        found.sort(key=lambda p: os.stat(p).st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in [p for p in found if p != keep][MAX_PCH - 1:]:
+        shutil.rmtree(old, ignore_errors=True)      # a compile that loses it falls back to the header
+
+
+def _pch_usable(target: str) -> bool:
+    """The .gch is what nxc built under that name (its seal: a .gch is loaded
+    into the compiler, a planted one could put code into every object). Its
+    SHA-256 (some MB) is checked once per process and file version."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return False
+    version = (st.st_ino, st.st_size, st.st_mtime_ns)
+    if _pch_verified.get(target) == version:
+        return True
+    if stamped(target):
+        _pch_verified[target] = version
+        with contextlib.suppress(OSError):
+            os.utime(os.path.dirname(target))      # recently used: pruned last
+        return True
+    discard(target)
+    return False
+
+
+def _compile_header(target: str, checked: bool, opt: str) -> None:
+    folder = os.path.dirname(target)
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    defines = ["-DNXRT_CHECKED=1"] if checked else []
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
+        out_tmp = os.path.join(tmp, PCH_HEADER + ".gch")
+        _run_compiler([*c_build.compiler(), *object_flags(opt), *defines, "-x", "c-header",
+                       os.path.join(runtime_dir(), PCH_HEADER), "-o", out_tmp])
+        os.replace(out_tmp, target)
+    stamp(target)
+
+
+# ---- the linker ----
+@lru_cache(maxsize=1)
+def link_flags() -> tuple[str, ...]:
+    """`-fuse-ld=gold` when the compiler can link with gold: a gate links 20-60
+    objects, which gold does in about two thirds of the CPU time of ld.bfd
+    (docs/build.md). Asked once per compiler and gold binary, remembered in
+    the cache folder (a process start of its own would cost what it saves)."""
+    gold = shutil.which("ld.gold")
+    if gold is None or os.environ.get("NXC_NO_GOLD", "") not in ("", "0"):
+        return ()
+    cc = tuple(c_build.compiler())
+    try:
+        st = os.stat(gold)
+    except OSError:
+        return ()
+    memo = os.path.join(cache_dir(), "c", "ld-" + _digest(c_build.compiler_identity(cc), gold, str(st.st_size),
+                                                          str(st.st_mtime_ns))[:16] + ".txt")
+    try:
+        with open(memo, encoding="utf-8") as f:
+            return tuple(f.read().split())
+    except OSError:
+        pass
+    try:
+        proc = subprocess.run([*cc, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=60)
+        found = ("-fuse-ld=gold",) if proc.returncode == 0 and "gold" in proc.stdout.lower() else ()
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    write_atomically(memo, " ".join(found).encode("utf-8"))
+    return found
 
 
 def _run_compiler(cmd: list[str]) -> None:
@@ -570,7 +713,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     recompiled = []
     objects = []
     for unit in units:
-        path, compiled = ensure_object(unit.key, lambda u=unit: linked.emit_unit(u), opt, use_cache)
+        path, compiled = ensure_object(unit.key, lambda u=unit: linked.emit_unit(u), opt, use_cache, linked.checked)
         objects.append(path)
         if compiled:
             recompiled.append(unit.module.source.path)
@@ -578,11 +721,13 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     # The entry is an object too, keyed by its text: after a body edit of an
     # imported module the entry is the same (same main, same site bases), so
     # linking again is the linker alone.
-    entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache)
+    entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache,
+                                    linked.checked)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
         out_tmp = os.path.join(tmp, name + ".so")
-        cmd = [*c_build.compiler(), *c_build.flags_for(opt), entry_object, *objects, runtime, "-o", out_tmp, "-lm"]
+        cmd = [*c_build.compiler(), *c_build.flags_for(opt), *link_flags(), entry_object, *objects, runtime,
+               "-o", out_tmp, "-lm"]
         _run_compiler(cmd)
         os.replace(out_tmp, target)
     stamp(target)
