@@ -54,7 +54,7 @@ from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, effects_of, emit_c, emit
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
+from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish, seal,
                        stamped, unseal, write_atomically)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
@@ -454,8 +454,8 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: boo
             return target, False
         unit = emit()
         pch = ensure_pch(checked, opt) if checked is not None and use_cache else None
+        _write_sites(key, unit.sites)         # before the object: a reader takes both or neither
         _compile_object(unit.text, target, opt, (), pch)
-        _write_sites(key, unit.sites)
     _pruned_after_write()
     return target, True
 
@@ -492,8 +492,7 @@ def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()
         search = ["-I", pch] if pch is not None else []
         cmd = [*cc, *object_flags(opt), *defines, *search, "-I", runtime_dir(), "-c", source, "-o", out_tmp]
         _run_compiler(cmd)
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
 
 
 # ---- the runtime header, precompiled ----
@@ -589,8 +588,7 @@ def _compile_header(target: str, checked: bool, opt: str) -> None:
         out_tmp = os.path.join(tmp, PCH_HEADER + ".gch")
         _run_compiler([*c_build.compiler(), *object_flags(opt), *defines, "-x", "c-header",
                        os.path.join(runtime_dir(), PCH_HEADER), "-o", out_tmp])
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
 
 
 # ---- the linker ----
@@ -729,8 +727,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         cmd = [*c_build.compiler(), *c_build.flags_for(opt), *link_flags(), entry_object, *objects, runtime,
                "-o", out_tmp, "-lm"]
         _run_compiler(cmd)
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
     global _link_writes
     _link_writes += 1
     if prune_due(_link_writes):
