@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nxc.lower.may_unmap import calls_in, may_unmap
+from nxc.lower.may_unmap import may_unmap
 from nxc.syntax import ast
 
 # Externs that read or write memory or end a mapping (the rest are pure float32 operations).
@@ -61,17 +61,7 @@ def unmapping(program) -> set[str]:
     rec = recorded(program)
     if rec is None:
         return may_unmap(program)
-    info = program.info
-    callees = {fn.decl.name: calls_in(fn.decl.body, info.sym) for fn in checked_functions(program)}
-    result = {"sys_munmap"} | set(rec.may_unmap)
-    changed = True
-    while changed:
-        changed = False
-        for name, called in callees.items():
-            if name not in result and called & result:
-                result.add(name)
-                changed = True
-    return result
+    return may_unmap(program, checked_functions(program), rec.may_unmap)
 
 
 def memory_free(program) -> set[str]:
