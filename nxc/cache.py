@@ -180,9 +180,19 @@ def folders_digest(folders: list[str], base: str, keep=lambda name: True) -> str
     return h.hexdigest()
 
 
-def stamp(path: str) -> None:
-    """Record what `path` (a built artefact) holds, in its sidecar."""
-    write_atomically(path + SIDECAR, seal(os.path.basename(path), file_digest(path)))
+def stamp(path: str, built: str | None = None) -> None:
+    """Record what `path` (a built artefact) holds, in its sidecar; `built`:
+    the file that is about to become `path` (publish)."""
+    write_atomically(path + SIDECAR, seal(os.path.basename(path), file_digest(built or path)))
+
+
+def publish(built: str, path: str) -> None:
+    """Move the finished file `built` to `path`, its sidecar first: a reader
+    that takes no lock (another worker, another nxc) then never sees `path`
+    without its stamp, which it would take for a damaged entry and discard
+    while its writer still hands it out."""
+    stamp(path, built)
+    os.replace(built, path)
 
 
 def stamped(path: str) -> bool:

@@ -194,3 +194,35 @@ def test_failed_cache_write_leaves_no_temporary_file(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "replace", no_space)
     assert not cache.write_atomically(str(tmp_path / "entry"), b"data")
     assert os.listdir(tmp_path) == []
+
+
+def test_an_entry_appears_already_stamped(tmp_path, own_cache, monkeypatch):
+    """A reader that takes no lock (another worker) must never see a built
+    entry without its stamp: it would take it for a damaged one and discard
+    it while its writer hands it out. Every artefact of a gate's build (the
+    module objects, the runtime's object, the entry, the library) is stamped
+    before it is moved into place, and an object's site table is there first."""
+    published = []
+    real_replace = os.replace
+
+    def replace(src, dst):
+        real_replace(src, dst)
+        if str(dst).startswith(str(own_cache)) and str(dst).endswith((".o", ".so")):
+            published.append(dst)
+            assert cache.stamped(dst), f"{dst} appeared without its stamp"
+            if os.path.basename(os.path.dirname(dst)) == "obj" and not os.path.basename(dst).startswith("rt-"):
+                stem = os.path.splitext(dst)[0]
+                assert os.path.exists(stem + ".sites"), f"{dst} appeared before its site table"
+
+    monkeypatch.setattr(os, "replace", replace)
+    lib = tmp_path / "lib.nx"
+    lib.write_text("func helper(x: i64) -> i64 {\n    var i: i64 = 0\n    var s: i64 = 0\n"
+                   "    while i < x { s = s + i; i = i + 1 }\n    return s\n}\n")
+    gate = tmp_path / "gate.nx"
+    gate.write_text('import "lib.nx"\n\nfunc main() -> i64 {\n    if helper(4) != 6 { return 1 }\n    return 0\n}\n')
+    program = check_file(str(gate), [], Diagnostics())
+    [outcome] = execute(program, "c", timeout=60)
+    assert outcome.status == "PASS", outcome
+    kinds = {os.path.basename(p).split("-")[0] if "-" in os.path.basename(p) else os.path.splitext(p)[1]
+             for p in published}
+    assert {"rt", "en", ".so"} <= kinds and any(os.path.basename(p)[0] not in "re_" for p in published), published

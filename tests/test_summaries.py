@@ -199,3 +199,38 @@ def test_check_module_checks_one_modules_bodies(tree):
     assert [fn.decl.name for fn in check_module(str(tree / "top.nx")).functions] == ["main"]
     with pytest.raises(CompileError):
         check_incremental(str(tree / "top.nx"), use_verdicts=False)
+
+
+def test_check_gate_reports_what_check_file_reports_and_checks_only_the_root_once_verdicts_exist(tree):
+    """The front end of a gate's worker (nxc test, C backend): the same rendered
+    warnings, the same compile error with its import notes, as the whole check;
+    the root's bodies always checked, the others only without a verdict."""
+    from nxc.check.frontend import check_file
+    from nxc.check.summary import check_gate
+
+    def whole():
+        diags = Diagnostics(warnings=True)
+        check_file(str(tree / "top.nx"), None, diags)
+        return [d.render() for d in diags.warnings]
+
+    edit(tree / "side.nx", "return x * 3", "let spare: i64 = 1\n    return x * 3")    # a warning in an import
+    expected = whole()
+    assert len(expected) == 2
+    first = check_gate(str(tree / "top.nx"), None, Diagnostics(warnings=True))
+    assert first.warnings == expected
+    assert {os.path.basename(p) for p in first.program.bodies.checked_order} == set(FILES)
+    again = check_gate(str(tree / "top.nx"), None, Diagnostics(warnings=True))
+    assert again.warnings == expected                           # side.nx's from its verdict
+    assert [os.path.basename(p) for p in again.program.bodies.checked_order] == ["top.nx"]
+    names = {fn.decl.name for fn in again.program.functions}
+    assert names == {"leaf", "boxed", "side", "main"}             # every function, bodies checked or not
+    assert again.program.recorded.unchecked == {"leaf", "boxed", "side"}
+
+    edit(tree / "leaf.nx", "return x + N", "return x + NN")
+    with pytest.raises(CompileError) as gate_error:
+        check_gate(str(tree / "top.nx"), None, Diagnostics(warnings=True))
+    with pytest.raises(CompileError) as file_error:
+        check_file(str(tree / "top.nx"), None, Diagnostics(warnings=True))
+    rendered = lambda exc: [d.render() for d in exc.value.diagnostics]      # noqa: E731
+    assert rendered(gate_error) == rendered(file_error)
+    assert "note: imported from here" in "\n".join(rendered(gate_error))

@@ -12,7 +12,10 @@ A run after no change reports every gate from the module index without
 parsing anything (the `--json` summary's "incremental" counters). `nxc
 check` of the top module re-checks the bodies of the edited module only
 after a body edit, and of the edited module and the modules whose closure
-holds it after an interface edit (NXC_DEBUG_STATS=1).
+holds it after an interface edit (NXC_DEBUG_STATS=1). Each gate's worker
+checks the bodies of its own module and of the modules the edit left
+without a clean verdict or record, never the rest of its closure (the
+results' "checked_bodies", in --json with NXC_DEBUG_STATS=1).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GEN = os.path.join(ROOT, "bench", "gen_tree.py")
 IMPORT = re.compile(r'^import "(t\d+)\.nx"', re.M)
+IN_TREE = re.compile(r'(^|/)t\d+\.nx$')
 
 
 def _closures(tree: str) -> dict[str, set[str]]:
@@ -48,7 +52,8 @@ def _run(tree: str, cache: str, objects: dict | None = None, counters: dict | No
     compiled, by any gate) and "relinked" (the gates whose library was linked);
     `counters` the summary's "incremental" counters."""
     proc = subprocess.run([sys.executable, "-m", "nxc", "test", tree, "--json", "-j", "2"],
-                          capture_output=True, text=True, env=dict(os.environ, NXC_CACHE_DIR=cache))
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     results = [r for r in events if r.get("event") == "result"]
@@ -57,6 +62,10 @@ def _run(tree: str, cache: str, objects: dict | None = None, counters: dict | No
     if objects is not None:
         objects["recompiled"] = [name(p) for r in results for p in r["recompiled"]]
         objects["relinked"] = {name(r["id"]) for r in results if r["relinked"]}
+    if objects is not None:
+        # each gate's worker: the modules whose bodies it checked (tree modules only)
+        objects["checked"] = {name(r["id"]): {name(p) for p in r["checked_bodies"] if IN_TREE.search(p)}
+                              for r in results}
     if counters is not None:
         counters.update(events[-1]["incremental"])
     # reused: the build came from the cache, or the whole result did (PASS (cached))
@@ -86,6 +95,8 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
     # once, whichever gates link it (-j 2: a worker that needs an object being built waits for it)
     assert len(built["recompiled"]) == len(set(built["recompiled"]))
     assert set(built["recompiled"]) & modules == modules and built["relinked"] == modules
+    # each worker checked its own module's bodies, and never more than its closure
+    assert all(m in checked <= closures[m] for m, checked in built["checked"].items()), built["checked"]
 
     counters: dict = {}
     warm = _run(tree, cache, counters=counters)
@@ -94,8 +105,7 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
     assert counters["cached_units"] == len(modules)
 
     top = max(modules)
-    assert _checked(tree, cache, top) == {m for m in modules if m in closures[top]}    # no verdicts yet
-    assert _checked(tree, cache, top) == set()                                        # no change
+    assert _checked(tree, cache, top) == set()      # the gates' workers left a clean verdict for each module
     for kind, edited in (("body", "t0000"), ("interface", "t0002")):
         subprocess.run([sys.executable, GEN, "--edit", kind, os.path.join(tree, edited + ".nx")],
                        check=True, capture_output=True)
@@ -113,6 +123,15 @@ def test_edits_rebuild_exactly_the_gates_whose_closure_holds_the_edited_module(t
         else:                                                       # an interface: every importer's object too
             assert sorted(built["recompiled"]) == sorted(importers), built
         assert counters["sent_units"] == len(importers) and counters["parsed"] == 1     # only the edited file
+        # each worker checked the bodies of its own module and of modules whose verdict or record the
+        # edit changed, never the rest of its closure: after a body edit the edited module at most,
+        # after an interface edit the importers of the edited module in its closure
+        for m in importers:                                         # (the others did not run)
+            checked = built["checked"][m]
+            allowed = {m, edited} if kind == "body" else {m} | (importers & closures[m])
+            assert m in checked <= allowed, (kind, m, checked)
+        if kind == "body":
+            assert any(checked == {m} for m, checked in built["checked"].items() if m != edited), built["checked"]
     assert after["t0000"] and after["t0001"]    # earlier than t0002, so never importing it: cache hits
 
 
@@ -125,3 +144,124 @@ def _checked(tree: str, cache: str, module: str) -> set[str]:
     line = next(line for line in proc.stderr.splitlines() if line.startswith("nxc: stats: "))
     checked = json.loads(line[len("nxc: stats: "):])["checked"]
     return {os.path.basename(p)[:-3] for p in checked if os.path.dirname(p) == os.path.realpath(tree)}
+
+
+EFFECTS_FILES = {
+    # f is silent (no memory, no loop, no division): g's C calls it without a
+    # frame store and g itself takes no frame. Neither is copied into importers
+    # (each has a branch), so g's C lives in mid's object alone.
+    "leaf.nx": """func f(x: i64) -> i64 {
+    if x > 100 { return x }
+    return x + 1
+}
+""",
+    "mid.nx": """import "leaf.nx"
+func g(x: i64) -> i64 {
+    if x > 100 { return 0 }
+    return f(x) * 2
+}
+""",
+    "top.nx": """import "mid.nx"
+func main() -> i64 {
+    if g(3) != 8 { return 1 }
+    return 0
+}
+""",
+}
+
+
+def _results(tree: str, cache: str) -> dict[str, dict]:
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", tree, "--json", "-j", "1"],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return {os.path.basename(r["id"])[:-3]: r for r in events if r.get("event") == "result"}
+
+
+def test_an_effect_changed_by_a_body_edit_recompiles_the_importers_that_depend_on_it(tmp_path):
+    """A stale object key would be wrong code: when a body edit of a leaf changes
+    what its importers' C assumed of it (here: f stops being silent), the
+    importers' objects are compiled again, and a fault in f is then located
+    with the whole .nx stack; a body edit that changes no effect recompiles
+    the leaf alone. (The worker takes f's effects from the record kept with
+    leaf's object when it does not check leaf's bodies.)"""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in EFFECTS_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    first = _results(str(tree), cache)
+    assert first["top"]["status"] == "PASS" and first["top"]["checked_bodies"]
+    again = _results(str(tree), cache)              # recorded passes (or cached builds) throughout
+    assert all(r["passed"] for r in again.values())
+
+    # a body edit that keeps every effect: the leaf's object alone is compiled again
+    (tree / "leaf.nx").write_text(EFFECTS_FILES["leaf.nx"].replace("return x + 1", "return 1 + x"), "utf-8")
+    quiet = _results(str(tree), cache)
+    assert quiet["top"]["status"] == "PASS"
+    assert {os.path.basename(p) for r in quiet.values() for p in r["recompiled"]} == {"leaf.nx"}
+    assert "mid.nx" not in {os.path.basename(p) for p in quiet["top"]["checked_bodies"]}
+
+    # f now divides: it can trap, so it is no longer silent, and g's C must keep its frame
+    (tree / "leaf.nx").write_text(EFFECTS_FILES["leaf.nx"].replace(
+        "return x + 1", "let d: i64 = 100 / (x - 3)\n    return x + d"), "utf-8")
+    loud = _results(str(tree), cache)
+    recompiled = {os.path.basename(p) for r in loud.values() for p in r["recompiled"]}
+    assert {"leaf.nx", "mid.nx"} <= recompiled, recompiled
+    top = loud["top"]
+    assert top["status"] == "RUNTIME-ERROR", top
+    assert [(os.path.basename(f["file"]), f["function"], f["line"]) for f in top["stack"]] == [
+        ("leaf.nx", "f", 3), ("mid.nx", "g", 4), ("top.nx", "main", 3)], top["stack"]
+
+
+def test_a_damaged_record_is_not_trusted_and_a_module_using_names_outside_its_closure_takes_the_whole_check(tmp_path):
+    """Records are sealed cache files: one that was tampered with is ignored
+    (its module's bodies are checked again, and the gate still passes). A
+    module whose bodies use a name of a module it does not import (legal: one
+    namespace) has no verdict, so its gate's worker checks the whole closure,
+    as check_file would, and the results are the same."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in EFFECTS_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    first = _results(str(tree), cache)
+    assert first["top"]["passed"]
+    records = tmp_path / "cache" / "c" / "records"
+    damaged = sorted(records.iterdir())
+    assert damaged
+    for path in damaged:
+        path.write_bytes(path.read_bytes()[:-3] + b"xyz")
+    (tree / "top.nx").write_text(EFFECTS_FILES["top.nx"].replace("!= 8", "!= 8 + 0"), "utf-8")
+    again = _results(str(tree), cache)
+    assert again["top"]["passed"]
+    assert {os.path.basename(p) for p in again["top"]["checked_bodies"]} >= {"top.nx", "mid.nx", "leaf.nx"}
+
+    # side.nx calls f (leaf.nx) without importing it: only top's closure makes that legal
+    (tree / "side.nx").write_text("func h(x: i64) -> i64 {\n    if x > 100 { return 0 }\n    return f(x) + 1\n}\n",
+                                  "utf-8")
+    (tree / "top.nx").write_text('import "side.nx"\n' + EFFECTS_FILES["top.nx"].replace(
+        "    return 0\n}", "    if h(3) != 5 { return 2 }\n    return 0\n}"), "utf-8")
+    wide = _results(str(tree), cache)
+    assert wide["top"]["passed"], wide["top"]
+    assert {os.path.basename(p) for p in wide["top"]["checked_bodies"]} >= {"top.nx", "mid.nx", "leaf.nx", "side.nx"}
+
+
+def test_an_object_missing_beside_its_record_is_emitted_from_bodies_checked_then(tmp_path):
+    """A record can outlive its object (pruned, or deleted by hand): the worker
+    then finds the module's digest in the record, so it did not check its
+    bodies, and checks them when the object must be compiled again."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in EFFECTS_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    assert _results(str(tree), cache)["top"]["passed"]
+    for path in (tmp_path / "cache" / "c" / "obj").glob("*.o"):
+        path.unlink()
+    for path in (tmp_path / "cache" / "c").glob("_nx_*.so"):
+        path.unlink()
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree / "top.nx"), "--json", "--rerun"],
+                          capture_output=True, text=True,
+                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
+    top = next(json.loads(line) for line in proc.stdout.splitlines() if line.startswith('{"event": "result"'))
+    assert top["passed"], top
+    assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["recompiled"]}
+    assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["checked_bodies"]}

@@ -25,7 +25,11 @@ Declarations of the whole closure are still collected from the ASTs (from
 the parse cache) to resolve names: docs/performance.md measures that phase
 against the bodies. `check_module` checks the bodies of one module only and
 returns a Program with just its functions (for an emitter of that one
-module); `check_incremental` is `nxc check`'s front end.
+module); `check_incremental` is `nxc check`'s front end; `check_gate` is
+that of a gate's worker in `nxc test` (C backend): the root's bodies are
+always checked, and the Program is a PartialProgram whose unchecked bodies'
+effects come from the records kept with their objects (nxc/backend/c/
+objects.py, LinkedC), which checks more bodies only where it must emit them.
 """
 from __future__ import annotations
 
@@ -33,12 +37,13 @@ import gc
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from nxc.cache import cache_dir, prune_due, prune_least_recent, scaled_bound, seal, unseal, write_atomically
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.deep import deep
+from nxc.lower.effects import Recorded
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import CompileError, Diagnostics
 from nxc.index import source_digest, toolchain_digest
@@ -237,7 +242,25 @@ def check_incremental(path: str, include: list[str] | None = None, diags: Diagno
             gc.enable()
 
 
-def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
+@dataclass
+class _Front:
+    """What an incremental check found: the graph, the checker past the bodies
+    it checked, and each module's keys, verdicts and new warnings."""
+    graph: ModuleGraph
+    checker: "ModuleChecker"
+    funcs: list
+    program: Program
+    closures: dict
+    digests: dict
+    stored: dict
+    todo: set
+    warnings: list
+
+
+def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False) -> _Front:
+    """Declarations of the whole closure, then the bodies of the modules
+    without a clean verdict (and the root's too with `always_root`: a gate's
+    worker needs them to emit its main); records the new clean verdicts."""
     from nxc.check.frontend import add_import_notes, load_graph
     graph = load_graph(path, include, diags, soft_f32)
     checker = ModuleChecker(graph, diags, soft_f32)
@@ -257,6 +280,8 @@ def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
             if verdict is not None:
                 stored[p] = verdict
     todo = {p for p in texts if p not in stored}
+    if always_root:
+        todo.add(graph.root.source.path)
     try:
         program = checker.check_bodies(funcs, only=todo)
     except CompileError:
@@ -271,17 +296,139 @@ def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
             new_warnings.setdefault(d.pos.file.path, []).append(d.render())
     complete = diags.show_warnings and not diags.dropped["warning"] and placed
     for p in todo:
+        if p in stored and stored[p]["warnings"] == new_warnings.get(p, []):
+            continue                    # the root of a gate, checked again: its verdict stands
         if complete and checker.uses.get(p, set()) <= closures[p]:
             store_verdict(keys[p], new_warnings.get(p, []), digests[p])
     warnings = []
     for m in graph.modules:
         p = m.source.path
-        warnings += stored[p]["warnings"] if p in stored else new_warnings.get(p, [])
+        # a module checked now shows what this check found (the root of a gate always)
+        warnings += new_warnings.get(p, []) if p in todo else stored[p]["warnings"]
     if not diags.show_warnings:
         warnings = []
     _note_in_index(texts, digests, keys)
-    order = [m.source.path for m in graph.modules]
-    return Checked(program, warnings, [p for p in order if p in todo], [p for p in order if p in stored], digests)
+    return _Front(graph, checker, funcs, program, closures, digests, stored, todo, warnings)
+
+
+def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
+    f = _check_front(path, include, diags, soft_f32, use_verdicts)
+    order = [m.source.path for m in f.graph.modules]
+    return Checked(f.program, f.warnings, [p for p in order if p in f.todo], [p for p in order if p in f.stored],
+                   f.digests)
+
+
+# ------------------------------------------------------------------ a gate's worker
+@dataclass(eq=False)
+class PartialProgram(Program):
+    """A Program whose `functions` are every function of the closure, but only
+    some of whose bodies were checked (`bodies.checked`): what the others'
+    callers need of them (effects, whether importers copy them) is in
+    `recorded`, from the records kept with their modules' objects
+    (nxc/backend/c/objects.py). Only the C backend's separate compilation
+    reads one (LinkedC); it checks more bodies through `bodies` when it has
+    to emit them."""
+    recorded: Recorded | None = None
+    bodies: "Bodies | None" = None
+
+
+class Bodies:
+    """The bodies of a gate's closure checked so far, and more on demand."""
+
+    def __init__(self, front: _Front):
+        self.checker, self.funcs = front.checker, front.funcs
+        self.base = front.program
+        root = front.graph.root
+        # every function, in the order a whole check lists them (an imported gate's main is not one)
+        self.functions = [fn for fn in front.funcs if fn.decl.name != "main" or fn.module is root]
+        order = [m.source.path for m in front.graph.modules]
+        self.checked = set(front.todo)
+        self.checked_order = [p for p in order if p in front.todo]   # for NXC_DEBUG_STATS
+        self.done = {id(fn) for fn in front.funcs if fn.module.source.path in self.checked}
+        self.records: dict[str, dict] = {}      # module path -> its record (objects.py), unchecked modules
+        self._program: PartialProgram | None = None
+
+    @property
+    def program(self) -> "PartialProgram":
+        """A Program over what is checked and recorded now (a new object after
+        each change, so the emitters' per-program caches start afresh)."""
+        if self._program is None:
+            self._program = self._view()
+        return self._program
+
+    def check(self, paths) -> bool:
+        """Check every body of the modules `paths` not checked yet (each has a
+        clean verdict: no diagnostics are kept); whether any was."""
+        paths = set(paths) - self.checked
+        if not paths:
+            return False
+        self.check_functions([fn for fn in self.funcs if fn.module.source.path in paths])
+        self.checked |= paths
+        self.checked_order += sorted(paths)
+        return True
+
+    def check_functions(self, fns) -> bool:
+        """Check the bodies of functions `fns` not checked yet (the small
+        helpers an emitted unit copies in: their modules' other bodies are not
+        needed); whether any was."""
+        todo = [fn for fn in fns if fn.module.source.path not in self.checked and id(fn) not in self.done]
+        if not todo:
+            return False
+        saved = self.checker.diags
+        self.checker.diags = Diagnostics(warnings=False)
+        root = self.checker.graph.root
+        try:
+            for fn in todo:
+                self.done.add(id(fn))
+                self.checker.check_body(fn, fn.module is root and fn.decl.name == "main")
+            self.checker.diags.raise_if_errors()
+        finally:
+            self.checker.diags = saved
+        self._program = None
+        return True
+
+    def note_record(self, path: str, record: dict) -> None:
+        self.records[path] = record
+        self._program = None
+
+    def _view(self) -> "PartialProgram":
+        unchecked = [fn.decl.name for fn in self.functions if id(fn) not in self.done]
+        recs = [r for p, r in self.records.items() if p not in self.checked]
+        pick = lambda what: frozenset(n for r in recs for n in r[what])     # noqa: E731
+        recorded = Recorded(frozenset(unchecked), pick("may_unmap"), pick("memory_free"), pick("silent"),
+                            pick("copied"))
+        base = {f.name: getattr(self.base, f.name) for f in fields(Program)}
+        base["functions"] = list(self.functions)
+        return PartialProgram(**base, recorded=recorded, bodies=self)
+
+
+@deep
+def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> Checked | None:
+    """The front end of one gate in `nxc test`'s worker (nxc/gates/execute.py),
+    C backend: declarations of the whole closure, the bodies of the root and
+    of every module without a clean verdict (errors and warnings exactly as
+    check_file reports them, warnings of the others from their verdicts).
+    The Program is a PartialProgram: LinkedC checks the bodies of a module
+    without a record, or whose object it must emit, when it gets there.
+    Raises CompileError. None when this cannot stand for check_file (a
+    module's bodies used a name from outside its own closure, so more than its
+    closure decides its C; too deeply nested): the caller checks the whole
+    program then."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True)
+    except RecursionError:
+        return None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
+        return None
+    bodies = Bodies(f)
+    order = [m.source.path for m in f.graph.modules]
+    return Checked(bodies.program, f.warnings, list(bodies.checked_order),
+                   [p for p in order if p not in f.todo], f.digests)
 
 
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:

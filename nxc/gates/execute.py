@@ -9,6 +9,7 @@ runs units in worker processes (nxc/gates/pool.py); the pytest plugin calls
 """
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
@@ -67,6 +68,10 @@ class Result:
     # a separately compiled build, or nothing built: a cached result).
     recompiled: list = field(default_factory=list)
     relinked: bool | None = None
+    # The modules whose bodies the worker checked (issue 21: the root's and
+    # those without a clean verdict or record); in --json only with
+    # NXC_DEBUG_STATS=1 (tests/test_tree_incremental.py reads it).
+    checked_bodies: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -75,6 +80,8 @@ class Result:
     def to_json(self) -> dict:
         d = asdict(self)
         del d["modules"]
+        if not os.environ.get("NXC_DEBUG_STATS"):
+            del d["checked_bodies"]
         d = {"event": "result", **d}
         d["captured"] = [{"text": t, "value": v} for t, v in self.captured]
         d["passed"] = self.passed
@@ -93,17 +100,15 @@ def py_backend_available() -> bool:
 
 def run_unit(unit: Unit, options: Options) -> list[Result]:
     """Check, build and run one module on each of its items' backends."""
-    from nxc.diagnostics import CompileError, Diagnostics
-    from nxc.check.frontend import check_file
+    from nxc.diagnostics import CompileError
 
     start = time.perf_counter()
 
     def result(item: Item, status: Status, **kw) -> Result:
         return Result(item.id, item.display, item.kind, item.backend, status, **kw)
 
-    diags = Diagnostics(warnings=True)
     try:
-        program = check_file(unit.path, list(options.include), diags, soft_f32=options.soft_f32)
+        program, warnings, diags = check_unit(unit, options)
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
@@ -116,7 +121,6 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
                 for it in unit.items]
     front_end = time.perf_counter() - start
     kind = "gate" if program.entry is not None else "library"
-    warnings = [d.render() for d in diags.warnings]
     modules = [m.source.path for m in program.graph.modules]
     if warnings and options.warnings_as_errors:
         r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), diags.warnings, front_end,
@@ -143,10 +147,36 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         results.append(r)
     if results:
         results[0].warnings = warnings      # the module's, shown once
+        bodies = getattr(program, "bodies", None)
+        results[0].checked_bodies = [display_path(p) for p in
+                                     (bodies.checked_order if bodies is not None else modules)]
     note_disagreement(results)
     if options.record_results:
         record_unit_passes(program, kind, warnings, results, options)
     return results
+
+
+def check_unit(unit: Unit, options: Options) -> tuple:
+    """(program, its rendered warnings, the Diagnostics) of `unit`'s module. A
+    C-only run checks the bodies of the root and of the modules without a
+    clean verdict (nxc/check/summary.py, check_gate), and the C backend those
+    of the modules it must emit, or whose record is missing (objects.LinkedC):
+    the per-gate work is the root's own code, not its closure's bodies. The
+    Python backend runs the whole program, and -W error words each warning of
+    the closure from its diagnostic: both take the whole check (check_file),
+    as does a closure check_gate cannot stand for. Raises CompileError."""
+    from nxc.check.frontend import check_file
+    from nxc.check.summary import check_gate
+    from nxc.diagnostics import Diagnostics
+    include = list(options.include)
+    if all(it.backend == "c" for it in unit.items):
+        diags = Diagnostics(warnings=True)
+        found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32)
+        if found is not None and not (found.warnings and options.warnings_as_errors):
+            return found.program, found.warnings, diags
+    diags = Diagnostics(warnings=True)
+    program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
+    return program, [d.render() for d in diags.warnings], diags
 
 
 def record_unit_passes(program, kind: str, warnings: list[str], results: list[Result], options: Options) -> None:

@@ -17,11 +17,51 @@ recursive function is in neither):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from nxc.lower.may_unmap import may_unmap
 from nxc.syntax import ast
 
 # Externs that read or write memory or end a mapping (the rest are pure float32 operations).
 MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
                             "sys_file_close", "sys_file_size"})
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The effects of the functions whose bodies a program did not check
+    (issue 21: a gate's worker checks the bodies of its root module and of
+    the modules without a record, nxc/backend/c/objects.py; every other
+    module's effects come from the record kept with its object, computed when
+    its bodies were checked against the same interfaces). Names only: the
+    namespace is one over the import graph."""
+    unchecked: frozenset = frozenset()      # functions with a body this program did not check
+    may_unmap: frozenset = frozenset()      # of those: which may end a mapping (nxc/lower/may_unmap.py)
+    memory_free: frozenset = frozenset()
+    silent: frozenset = frozenset()
+    copied: frozenset = frozenset()         # which importers copy (emit.is_copied_into_importers)
+
+
+def recorded(program) -> Recorded | None:
+    """The program's Recorded effects (None: every body was checked)."""
+    return getattr(program, "recorded", None)
+
+
+def checked_functions(program) -> list:
+    """The program's functions whose bodies it checked (all but the recorded ones)."""
+    rec = recorded(program)
+    if rec is None or not rec.unchecked:
+        return program.functions
+    return [fn for fn in program.functions if fn.decl.name not in rec.unchecked]
+
+
+def unmapping(program) -> set[str]:
+    """may_unmap over a program some of whose bodies were not checked: those
+    functions' answers come from their records, the fixed point runs over the rest."""
+    rec = recorded(program)
+    if rec is None:
+        return may_unmap(program)
+    return may_unmap(program, checked_functions(program), rec.may_unmap)
 
 
 def memory_free(program) -> set[str]:
@@ -35,14 +75,17 @@ def silent(program) -> set[str]:
         return _touches_memory(body, info) or any(
             isinstance(n, ast.While) or (isinstance(n, ast.Binary) and n.op in ("/", "%")) or
             (isinstance(n, ast.Assign) and n.op in ("/=", "%=")) for n in ast.walk(body))
-    return _fixed_point(program, loud)
+    return _fixed_point(program, loud, "silent")
 
 
-def _fixed_point(program, disqualified) -> set[str]:
+def _fixed_point(program, disqualified, kind: str = "memory_free") -> set[str]:
     info = program.info
     found = {sym.name for sym in program.externs if sym.name not in MEMORY_EXTERNS}
+    rec = recorded(program)
+    if rec is not None:             # recorded answers for the bodies not checked here
+        found |= getattr(rec, kind)
     calls = {}
-    for fn in program.functions:
+    for fn in checked_functions(program):
         if not disqualified(fn.decl.body, info):
             calls[fn.decl.name] = _callees(fn.decl.body, info)
     changed = True

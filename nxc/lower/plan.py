@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from nxc.syntax import ast
 from nxc.check.program import Function, Info, Program
 from nxc.check.types import IntType
+from nxc.lower.effects import checked_functions
 from nxc.lower.f32_unbox import is_pure
 from nxc.lower.guards import CapturedOperand, plan_captures
 
@@ -93,7 +94,7 @@ def _plan(program: Program) -> ProgramPlan:
     info = program.info
     functions = {}
     captures: dict[int, list[CapturedOperand]] = {}
-    for fn in program.functions:
+    for fn in checked_functions(program):   # a body not checked here is never emitted from this program
         fp = FunctionPlan(fn)
         for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
             inc = counter_increment(loop, info)

@@ -35,8 +35,8 @@ from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase, strip_outer_
 from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
-from nxc.lower.may_unmap import calls_in, has_loop, may_unmap
-from nxc.lower.effects import memory_free, silent
+from nxc.lower.may_unmap import calls_in, has_loop
+from nxc.lower.effects import memory_free, recorded, silent, unmapping
 from nxc.lower.hoist import LoopPlan, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -783,7 +783,7 @@ def effects_of(program: Program, checked: bool) -> Effects:
         return Effects()
     found = _UNMAPPING.get(program)
     if found is None:
-        found = _UNMAPPING[program] = Effects(frozenset(may_unmap(program)), frozenset(memory_free(program)),
+        found = _UNMAPPING[program] = Effects(frozenset(unmapping(program)), frozenset(memory_free(program)),
                                               frozenset(silent(program)))
     return found
 
@@ -803,6 +803,9 @@ def is_copied_into_importers(fn: Function, program: Program) -> bool:
     if memo is None:
         memo = _COPIED[program] = {}
     found = memo.get(fn.decl.name)
+    rec = recorded(program)
+    if found is None and rec is not None and fn.decl.name in rec.unchecked:
+        found = memo[fn.decl.name] = fn.decl.name in rec.copied     # its body was not checked here: its record says
     if found is None:
         found = memo[fn.decl.name] = (
             is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
@@ -1061,12 +1064,15 @@ def interface_text(program: Program, module: ast.Module, *, checked: bool = Fals
     with their sites' positions), its structs' layouts, its globals, consts
     and externs. A body edit of any other function leaves it unchanged, so
     importers are not recompiled.
-    (The per-module check summaries of issue 21 part B are to replace it.)"""
-    fx = effects_of(program, checked)
+    A gate's worker computes it only for the modules whose bodies it checked;
+    the others' digests come from the records kept with their objects
+    (LinkedC in objects.py)."""
+    fx = None                   # a module without functions needs no effects (nor the program's fixed points)
     parts = []
     for fn in program.functions:
         if fn.module is not module or fn is program.entry:
             continue
+        fx = fx or effects_of(program, checked)
         name = fn.decl.name
         parts.append(f"fn {signature(fn, 'extern')} unmaps={name in fx.may_unmap} "
                      f"memory_free={name in fx.memory_free} silent={name in fx.silent}")

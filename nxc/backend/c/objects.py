@@ -49,14 +49,15 @@ from functools import lru_cache
 from nxc import __version__
 from nxc.backend.c import build as c_build
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, emit_c, emit_entry_c, emit_module_c, interface_text,
-                                site_base_symbol)
+from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, effects_of, emit_c, emit_entry_c, emit_module_c,
+                                interface_text, is_copied_into_importers, site_base_symbol)
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, seal, stamp,
+from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish, seal,
                        stamped, unseal, write_atomically)
 from nxc.lower.guards import CAPTURE_SLOTS
+from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
 from nxc.paths import runtime_dir
 
@@ -136,9 +137,10 @@ class LinkedC(CapturesMixin):
     def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
         """closure_digest(linked, closure) -> str: the digest of what a module's
         C takes from its imports (closure: its import closure, itself last).
-        Default: `closure_interface_digest` (their interfaces, from the checked
-        program); `closure_source_digest` is the conservative alternative, and
-        per-module check summaries (issue 21 part B) can be swapped in here."""
+        Default: `closure_interface_digest` (their interfaces: interface_text of
+        the modules checked here, the records' digests for the others, see
+        `_interfaces_from_records`); `closure_source_digest` is the
+        conservative alternative."""
         self.program = program
         self.closure_digest = closure_digest or LinkedC.closure_interface_digest
         self.checked = checked
@@ -150,6 +152,12 @@ class LinkedC(CapturesMixin):
         self._planned = None
         self._sites = None
         self._interfaces: dict[str, str] = {}
+        # A gate's worker checks only some bodies (nxc/check/summary.py,
+        # check_gate): the interface digests of the others come from records
+        # (`read_record`), and their bodies are checked here when their C
+        # must be emitted after all.
+        self.bodies = getattr(program, "bodies", None)
+        self._closures: dict[str, list] = {}        # module path -> its import closure
 
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
@@ -172,17 +180,98 @@ class LinkedC(CapturesMixin):
             self._planned = self._plan()
         return self._planned
 
+    def _interfaces_from_records(self, config: str) -> None:
+        """Every module's interface digest, bottom-up, for a program only some of
+        whose bodies were checked: key(M) = object_key(M's source, the digests of
+        M's imports, config), and M's digest is that of its record under key(M)
+        (kept when M's bodies were last checked with that key), or, for a module
+        checked here or without a record (checked now), interface_text's, which
+        is then recorded. A module whose imports' digests are not all known yet
+        waits for the next round (each round checks the modules found without a
+        record, then computes the digests of what it checked)."""
+        bodies = self.bodies
+        program = bodies.program
+        with_functions = {fn.module.source.path for fn in program.functions if fn is not program.entry}
+        closures = self._closures
+        pending = import_closure(program, program.graph.root)       # dependencies first
+        while pending:
+            ready, missing, later = [], [], []
+            for m in pending:
+                p = m.source.path
+                closure = closures.get(p) or closures.setdefault(p, import_closure(program, m))
+                if any(d.source.path not in self._interfaces for d in closure[:-1]):
+                    later.append(m)
+                    continue
+                if p not in with_functions:         # its interface is its declarations': no record needed
+                    ready.append((m, None))
+                    continue
+                key = object_key(module_source_digest(m), self.closure_digest(self, closure), config)
+                record = None if p in bodies.checked else read_record(key)
+                if record is not None:
+                    self._interfaces[p] = record["interface"]
+                    bodies.note_record(p, record)
+                elif p in bodies.checked:
+                    ready.append((m, key))
+                else:
+                    missing.append((m, key))
+            if not (ready or missing) and later:
+                raise RuntimeError("import closures out of order")      # cannot happen: a cycle
+            if missing:
+                bodies.check(m.source.path for m, _ in missing)
+            view = bodies.program
+            for m, key in ready + missing:
+                digest = self._interfaces[m.source.path] = _digest(
+                    m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
+                if key is not None:
+                    record = record_of(view, m, digest, self.checked)
+                    if read_record(key) != record:      # (the root's, checked by every run of its gate)
+                        write_record(key, record)
+            pending = later
+        self.program = bodies.program
+
+    def _check_copies(self, own: list, module=None) -> None:
+        """Before emitting `own` (functions of `module`, or the entry): check
+        `module`'s bodies and those of every function the C copies in
+        (emit.is_copied_into_importers, transitively), if not yet."""
+        bodies = self.bodies
+        if bodies is None:
+            return
+        if module is not None:
+            bodies.check([module.source.path])
+        while True:
+            program = bodies.program
+            by_name = {fn.decl.name: fn for fn in program.functions}
+            need, seen, todo = [], set(), list(own)
+            while todo:
+                fn = todo.pop()
+                for name in calls_in(fn.decl.body, program.info.sym):
+                    callee = by_name.get(name)
+                    if callee is None or name in seen or not is_copied_into_importers(callee, program):
+                        continue
+                    seen.add(name)
+                    if name in program.recorded.unchecked:
+                        need.append(callee)
+                    else:
+                        todo.append(callee)
+            if not bodies.check_functions(need):
+                break
+        self.program = bodies.program
+
     @deep       # interface_text and the entry walk the AST recursively
     def _plan(self):
-        program = self.program
         config = build_config_text(self.checked, self.opt, self.unbox_f32)
+        if self.bodies is not None:
+            self._interfaces_from_records(config)
+            self._check_copies([self.program.entry] if self.program.entry is not None else [])
+        program = self.program
         units = []
         compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
                     | {id(sym.module) for sym, _ in program.globals})
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
-            closure = import_closure(program, module)
+            p = module.source.path
+            closure = self._closures.get(p) or self._closures.setdefault(p, import_closure(program, module))
             key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
             units.append(ModuleUnit(module, closure, key))
         if len(units) > MAX_LINKED:
@@ -223,12 +312,18 @@ class LinkedC(CapturesMixin):
         return found
 
     def emit_unit(self, unit: "ModuleUnit") -> UnitC:
+        if self.bodies is not None:             # its bodies (and its copies') checked first
+            self._check_copies([fn for fn in self.program.functions
+                                if fn.module is unit.module and fn is not self.program.entry], unit.module)
         return emit_module_c(self.program, unit.module, unit.closure, checked=self.checked,
                              unbox_f32=self.unbox_f32)
 
     def whole(self):
         """The whole program as one C file (emit.emit_c): the Python API's build."""
         if self._whole is None:
+            if self.bodies is not None:         # every body, then
+                self.bodies.check(m.source.path for m in self.program.graph.modules)
+                self.program = self.bodies.program
             self._whole = emit_c(self.program, unbox_f32=self.unbox_f32, checked=self.checked)
         return self._whole
 
@@ -236,6 +331,61 @@ class LinkedC(CapturesMixin):
     def text(self) -> str:
         """The program as one C file (what `nxc emit-c` prints)."""
         return self.whole().text
+
+
+# ---- records: what importers need of a module whose bodies are not checked ----
+# Beside nothing else: a record is a fact about a module under one object key
+# (its interface digest, its functions' effects, which of them importers copy),
+# valid whether or not the object is built; pruned like the objects.
+def _records_dir() -> str:
+    return os.path.join(cache_dir(), "c", "records")
+
+
+_record_writes = 0
+_RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
+
+
+def record_of(program, module, digest: str, checked: bool) -> dict:
+    """The record of `module` (its bodies checked in `program`)."""
+    fx = effects_of(program, checked)
+    own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
+    names = [fn.decl.name for fn in own]
+    return {"interface": digest,
+            "may_unmap": [n for n in names if n in fx.may_unmap],
+            "memory_free": [n for n in names if n in fx.memory_free],
+            "silent": [n for n in names if n in fx.silent],
+            "copied": [fn.decl.name for fn in own if is_copied_into_importers(fn, program)]}
+
+
+def read_record(key: str) -> dict | None:
+    """The record kept under object key `key` (None: none, damaged, or not sealed by this user's nxc)."""
+    path = os.path.join(_records_dir(), key + ".json")
+    try:
+        with open(path, "rb") as f:
+            payload = unseal("records/" + key, f.read())
+        data = json.loads(payload) if payload is not None else None
+    except (OSError, ValueError):
+        return None
+    if not (isinstance(data, dict) and isinstance(data.get("interface"), str)
+            and all(isinstance(data.get(k), list) and all(isinstance(n, str) for n in data[k])
+                    for k in _RECORD_LISTS)):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)              # recently used: pruned last
+    return data
+
+
+def write_record(key: str, record: dict) -> None:
+    global _record_writes
+    path = os.path.join(_records_dir(), key + ".json")
+    try:
+        write_atomically(path, seal("records/" + key, json.dumps(record, sort_keys=True).encode("utf-8")))
+    except OSError:
+        return                      # a read-only or full cache: the module is checked again next time
+    _record_writes += 1
+    if prune_due(_record_writes):
+        prune_least_recent(_records_dir(), scaled_bound(MAX_OBJECTS),
+                           lambda name: name.endswith(".json") and not name.startswith("."))
 
 
 @dataclass
@@ -304,8 +454,8 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: boo
             return target, False
         unit = emit()
         pch = ensure_pch(checked, opt) if checked is not None and use_cache else None
+        _write_sites(key, unit.sites)         # before the object: a reader takes both or neither
         _compile_object(unit.text, target, opt, (), pch)
-        _write_sites(key, unit.sites)
     _pruned_after_write()
     return target, True
 
@@ -342,8 +492,7 @@ def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()
         search = ["-I", pch] if pch is not None else []
         cmd = [*cc, *object_flags(opt), *defines, *search, "-I", runtime_dir(), "-c", source, "-o", out_tmp]
         _run_compiler(cmd)
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
 
 
 # ---- the runtime header, precompiled ----
@@ -439,8 +588,7 @@ def _compile_header(target: str, checked: bool, opt: str) -> None:
         out_tmp = os.path.join(tmp, PCH_HEADER + ".gch")
         _run_compiler([*c_build.compiler(), *object_flags(opt), *defines, "-x", "c-header",
                        os.path.join(runtime_dir(), PCH_HEADER), "-o", out_tmp])
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
 
 
 # ---- the linker ----
@@ -579,8 +727,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         cmd = [*c_build.compiler(), *c_build.flags_for(opt), *link_flags(), entry_object, *objects, runtime,
                "-o", out_tmp, "-lm"]
         _run_compiler(cmd)
-        os.replace(out_tmp, target)
-    stamp(target)
+        publish(out_tmp, target)
     global _link_writes
     _link_writes += 1
     if prune_due(_link_writes):
