@@ -39,6 +39,11 @@
  *  - sys_mmap is calloc (zeroed, cheap for small sizes, lazily-zeroed pages
  *    for big ones) with a size cap, so absurd requests fail fast and
  *    deterministically (NULL) instead of depending on the overcommit policy.
+ *    Blocks of 64 KiB or more that sys_munmap releases are kept (a few, per
+ *    thread, see "kept blocks" below) and handed out again, zeroed, by a later
+ *    sys_mmap of about the same size: a kernel that maps its scratch on
+ *    every call would otherwise get fresh pages each time, one page fault
+ *    and one zeroing by the OS per 4 KiB.
  *  - No feature-test macros are defined: generated files may include system
  *    headers before this one, and <unistd.h> declares write() in plain
  *    -std=c11 mode anyway.
@@ -209,6 +214,129 @@ static inline int64_t nxrt_nx_f32_to_i32(int64_t a)
 #define NXRT_MMAP_MAX_BYTES ((int64_t)1 << 46)
 #endif
 
+/* ---- kept blocks ----
+ * Released blocks of NXRT_KEEP_MIN bytes or more are kept for reuse, a few per
+ * thread and per translation unit (the state is a static of the header, so
+ * the header alone still makes a working runtime; a gate of several objects
+ * has one pool per object, and a block goes back to the pool of the object
+ * whose sys_mmap noted it, or to free). Smaller blocks come from malloc's own
+ * free lists, which reuse memory without a trip to the OS.
+ * The size is malloc's own (malloc_usable_size), never the program's
+ * sys_munmap argument, which may be wrong, and only a block this thread's
+ * sys_mmap handed out lately (NXRT_KEEP_NOTED of them are noted) is kept:
+ * sys_munmap of anything else (a pointer that is not a mapping's start,
+ * memory from elsewhere) goes to free as before and fails as loudly as it
+ * did, instead of putting a stranger's memory into the pool. A request takes
+ * the most recent block that is big enough and at most an eighth (or 16 KiB)
+ * bigger, and zeroes its n bytes: the memory calloc would give, without the
+ * OS faulting in and zeroing fresh pages. At most NXRT_KEEP_SLOTS blocks and
+ * NXRT_KEEP_BYTES bytes are kept; a block of more than a quarter of that is
+ * freed at once. Other C libraries than glibc: nothing is kept. */
+#ifndef NXRT_KEEP_MIN
+#define NXRT_KEEP_MIN ((size_t)64 * 1024)
+#endif
+#ifndef NXRT_KEEP_SLOTS
+#define NXRT_KEEP_SLOTS 8
+#endif
+#ifndef NXRT_KEEP_BYTES
+#define NXRT_KEEP_BYTES ((size_t)32 << 20)
+#endif
+#ifndef NXRT_KEEP_NOTED
+#define NXRT_KEEP_NOTED 64
+#endif
+#if defined(__GLIBC__)
+#include <malloc.h>
+
+typedef struct {
+    void *p[NXRT_KEEP_SLOTS];           /* most recent last */
+    size_t size[NXRT_KEEP_SLOTS];
+    int n;
+    size_t bytes;
+    void *noted[NXRT_KEEP_NOTED];       /* a ring, the oldest overwritten */
+    unsigned noted_at;
+} nxrt_kept_pool;
+
+static inline nxrt_kept_pool *nxrt_kept(void)
+{
+    static _Thread_local nxrt_kept_pool pool;
+    return &pool;
+}
+
+static inline void nxrt_kept_note(void *p)
+{
+    nxrt_kept_pool *k = nxrt_kept();
+    k->noted[k->noted_at++ % NXRT_KEEP_NOTED] = p;
+}
+
+static inline void nxrt_kept_drop(nxrt_kept_pool *k, int i)
+{
+    k->bytes -= k->size[i];
+    memmove(&k->p[i], &k->p[i + 1], (size_t)(k->n - i - 1) * sizeof k->p[0]);
+    memmove(&k->size[i], &k->size[i + 1], (size_t)(k->n - i - 1) * sizeof k->size[0]);
+    k->n--;
+}
+
+/* A kept block of about n bytes, zeroed, or NULL. malloc: GCC then knows the
+   block overlaps no other (as for calloc), which lets the vectorizer drop
+   run-time overlap checks between scratch arrays. */
+__attribute__((malloc)) static inline void *nxrt_kept_take(size_t n)
+{
+    nxrt_kept_pool *k = nxrt_kept();
+    size_t slack = n / 8 > 16384 ? n / 8 : 16384;
+    int i;
+    for (i = k->n - 1; i >= 0; i--) {
+        if (k->size[i] >= n && k->size[i] - n <= slack) {
+            void *p = k->p[i];
+            nxrt_kept_drop(k, i);
+            memset(p, 0, n);
+            nxrt_kept_note(p);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* 1 if p is kept (the caller must not free it), 0 if the caller frees it. */
+static inline int nxrt_kept_put(void *p)
+{
+    nxrt_kept_pool *k = nxrt_kept();
+    size_t size;
+    int i, noted = 0;
+    for (i = 0; i < NXRT_KEEP_NOTED; i++) {
+        if (k->noted[i] == p) {
+            k->noted[i] = NULL;
+            noted = 1;
+        }
+    }
+    if (!noted) {
+        /* Not handed out lately. If it is in the pool, this is a second
+           sys_munmap: it leaves the pool and is freed once (a block in the
+           pool and freed would later be handed out while malloc reuses it). */
+        for (i = 0; i < k->n && k->p[i] != p; i++)
+            ;
+        if (i < k->n)
+            nxrt_kept_drop(k, i);
+        return 0;
+    }
+    size = malloc_usable_size(p);
+    if (size < NXRT_KEEP_MIN || size > NXRT_KEEP_BYTES / 4)
+        return 0;
+    while (k->n > 0 && (k->n == NXRT_KEEP_SLOTS || k->bytes + size > NXRT_KEEP_BYTES)) {
+        free(k->p[0]);                  /* the oldest goes */
+        nxrt_kept_drop(k, 0);
+    }
+    k->p[k->n] = p;
+    k->size[k->n] = size;
+    k->n++;
+    k->bytes += size;
+    return 1;
+}
+#else
+static inline void *nxrt_kept_take(size_t n) { (void)n; return NULL; }
+static inline void nxrt_kept_note(void *p) { (void)p; }
+static inline int nxrt_kept_put(void *p) { (void)p; return 0; }
+#endif
+
 /* Fresh zeroed memory, 16-byte aligned; NULL if nbytes <= 0, absurd, or the
    allocation fails.  Release with nxrt_sys_munmap. */
 static inline void *nxrt_sys_mmap(int64_t nbytes)
@@ -220,9 +348,14 @@ static inline void *nxrt_sys_mmap(int64_t nbytes)
     if ((uint64_t)nbytes > (uint64_t)(SIZE_MAX - 15u))
         return NULL;
     n = (size_t)nbytes;
+    if (n >= NXRT_KEEP_MIN && (p = nxrt_kept_take(n)) != NULL)
+        return p;                   /* a kept block, zeroed */
     p = calloc(1, n);               /* glibc: always 16-byte aligned */
-    if (p == NULL || ((uintptr_t)p & 15u) == 0)
+    if (p == NULL || ((uintptr_t)p & 15u) == 0) {
+        if (p != NULL && n >= NXRT_KEEP_MIN)
+            nxrt_kept_note(p);      /* one of ours: sys_munmap may keep it */
         return p;
+    }
     /* Only on a libc whose calloc is less than 16-byte aligned. */
     free(p);
     n = (n + 15u) & ~(size_t)15u;   /* aligned_alloc wants a multiple */
@@ -235,7 +368,9 @@ static inline void *nxrt_sys_mmap(int64_t nbytes)
 /* Releases memory from nxrt_sys_mmap (NULL is allowed). Always returns 0. */
 static inline int64_t nxrt_sys_munmap(void *p, int64_t nbytes)
 {
-    (void)nbytes;
+    (void)nbytes;                   /* the block's real size is malloc's to say */
+    if (p != NULL && nxrt_kept_put(p))
+        return 0;
     free(p);
     return 0;
 }

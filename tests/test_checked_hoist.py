@@ -339,8 +339,8 @@ def test_checked_kernel_vectorizes(tmp_path):
         r"nx_f32_attention\.nx:(\d+):\d+: optimized: loop vectorized", proc.stderr)}
     with open(attn, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    scores = next(i for i, t in enumerate(lines, 1) if "s0[j] = nx_f32_add(acc" in t)
-    weighted = next(i for i, t in enumerate(lines, 1) if "o0[d] = nx_f32_add(acc" in t)
+    scores = next(i for i, t in enumerate(lines, 1) if "s0[j] = acc as u32" in t)
+    weighted = next(i for i, t in enumerate(lines, 1) if "o0[d] = acc as u32" in t)
     # GCC names a loop by a line of its body or its head: any line from the enclosing
     # `while` down to the statement counts (the blocked loops have long bodies)
     heads = {at: max(i for i in range(1, at + 1) if lines[i - 1].lstrip().startswith("while "))

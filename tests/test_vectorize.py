@@ -209,8 +209,10 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     if "Free Software Foundation" not in version and "GCC" not in version:
         pytest.skip(f"{cc} is not GCC")
-    for path, score_stmt, pv_stmt in ((ATTN, "s0[j] = nx_f32_add(acc", "o0[d] = nx_f32_add(acc"),
-                                      (MULTI, "srow[j] = nx_f32_add(acc", "oacc[d] = nx_f32_add(acc")):
+    # nx_f32_attention: two passes of two rows each, for the scores and for P.V
+    for path, score_stmts, pv_stmts in ((ATTN, ("s0[j] = acc as u32", "s2[j] = acc as u32"),
+                                         ("o0[d] = acc as u32", "o2[d] = acc as u32")),
+                                        (MULTI, ("srow[j] = nx_f32_add(acc",), ("oacc[d] = nx_f32_add(acc",))):
         program = check_file(path, None, Diagnostics(warnings=False))
         c_file = tmp_path / "attn.c"
         c_file.write_text(emit_c(program, checked=False).text)
@@ -221,10 +223,12 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
         name = re.escape(os.path.basename(path))
         vectorized = {int(m.group(1)) for m in re.finditer(
             name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
-        scores = _loop_line(path, score_stmt)
-        weighted = _loop_line(path, pv_stmt)
-        assert scores in vectorized, f"{path}: scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
-        assert weighted in vectorized, f"{path}: P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
+        for stmt in score_stmts:
+            scores = _loop_line(path, stmt)
+            assert scores in vectorized, f"{path}: scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
+        for stmt in pv_stmts:
+            weighted = _loop_line(path, stmt)
+            assert weighted in vectorized, f"{path}: P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
 
 
 def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
