@@ -171,3 +171,79 @@ def test_hoisted_loop_over_an_unmapped_mapping_it_read_before(write_nx, backend)
     assert (f"t.nx:{line_of(source, 's = s + p[i]')}:" in got.message
             and "after sys_munmap: offset 0 of the 64-byte mapping" in got.message), got.message
     assert [f.function for f in got.stack] == ["total", "main"]
+
+
+# Big mappings (above the chunks' 16 KiB): each a range of its own whose pages
+# a later mapping of about the same size gets, moved to a new address.
+BIG = """
+    import "nx_syscalls.nx"
+
+    // Map, check zero, fill and unmap n mappings of `words` i64 each.
+    func churn_big(n: i64, words: i64) -> i64 {
+        var k: i64 = 0
+        while k < n {
+            let q: *i64 = sys_mmap(words * 8) as *i64
+            if (q as i64) == 0 { return 1 }
+            var i: i64 = 0
+            while i < words {
+                if q[i] != 0 { return 2 }
+                q[i] = -1
+                i = i + 1
+            }
+            sys_munmap(q as *void, words * 8)
+            k = k + 1
+        }
+        return 0
+    }
+"""
+
+
+def big_outcome(write_nx, source: str, backend: str = "c"):
+    path = write_nx(BIG + source)
+    return execute(check_file(path, diags=Diagnostics()), backend)[0]
+
+
+@pytest.mark.parametrize("words", [4096, 32768, 20000])
+def test_big_mappings_reuse_pages_and_read_as_zero(write_nx, words):
+    # The same size again and again (pages moved each time), then a smaller one
+    # that takes a bigger kept set (its tail freed): always zero.
+    got = big_outcome(write_nx, f"""
+    func main() -> i64 {{
+        if churn_big(40, {words}) != 0 {{ return 1 }}
+        if churn_big(5, {words * 3 // 4}) != 0 {{ return 2 }}
+        return 0
+    }}
+""")
+    assert got.status == "PASS", got
+
+
+@pytest.mark.parametrize("backend", ["c", "py"])
+def test_use_after_unmap_of_a_big_mapping_whose_pages_were_reused(write_nx, backend):
+    source = """
+    func main() -> i64 {
+        let p: *i64 = sys_mmap(262144) as *i64
+        let saved: *i64 = p
+        p[5] = 7
+        sys_munmap(p as *void, 262144)
+        if churn_big(3, 32768) != 0 { return 1 }
+        return saved[5]
+    }
+"""
+    got = big_outcome(write_nx, source, backend)
+    assert got.status == "RUNTIME-ERROR", got
+    assert "read of i64 at 0x" in got.message
+    assert "after sys_munmap: offset 40 of the 262144-byte mapping" in got.message, got.message
+
+
+@pytest.mark.parametrize("backend", ["c", "py"])
+def test_overrun_of_a_big_mapping_with_reused_pages(write_nx, backend):
+    got = big_outcome(write_nx, """
+    func main() -> i64 {
+        if churn_big(3, 8192) != 0 { return 1 }
+        let a: *i64 = sys_mmap(65536) as *i64
+        a[8191] = 1
+        return a[8192]
+    }
+""", backend)
+    assert got.status == "RUNTIME-ERROR", got
+    assert "out-of-bounds read of i64 at 0x" in got.message and "of the 65536-byte mapping" in got.message, got.message
