@@ -17,6 +17,7 @@ nx code (a bad memory access, checked by default; division by zero) raises
 from __future__ import annotations
 
 import inspect
+import keyword
 import os
 from dataclasses import dataclass
 
@@ -104,6 +105,20 @@ def extern_function(sym: Symbol) -> Function:
     return Function(sym, sym.decl, params, sym.type.ret, getattr(sym, "module", None))
 
 
+def python_names(names: list[str]) -> list[str]:
+    """The keyword names of nx parameters in Python: an nx name that is a
+    Python keyword (`or`, `class`, `lambda` are plain names in nx) takes a
+    trailing underscore, as PEP 8 suggests (`or_=`), and more until unique."""
+    out: list[str] = []
+    for name in names:
+        if keyword.iskeyword(name):
+            name += "_"
+            while name in names or name in out:
+                name += "_"
+        out.append(name)
+    return out
+
+
 class Function_:
     """One nx function, callable from Python: positional or keyword arguments
     (`inspect.signature` gives the nx parameter names), the `.nx` signature
@@ -122,7 +137,8 @@ class Function_:
         self.__doc__ = self.signature_text + (f"\n\n{doc}" if doc else "") + f"\n\n({where})"
         P = inspect.Parameter
         self.__signature__ = inspect.Signature(
-            [P(p.name, P.POSITIONAL_OR_KEYWORD, annotation=str(p.type)) for p in fn.params],
+            [P(name, P.POSITIONAL_OR_KEYWORD, annotation=str(p.type))
+             for name, p in zip(python_names([p.name for p in fn.params]), fn.params)],
             return_annotation=inspect.Signature.empty if isinstance(fn.ret, VoidType) else str(fn.ret))
 
     def __get__(self, obj, objtype=None):

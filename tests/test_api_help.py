@@ -39,6 +39,22 @@ def test_signature_and_keyword_arguments():
         f32.nx_f32_max(1)
 
 
+def test_parameters_named_like_python_keywords(write_nx):
+    # `or`, `class`, `lambda` are plain names in nx (the program generator
+    # makes them); nxc.load raised ValueError from inspect before.
+    path = write_nx("""
+        func pick(or: i64, or_: i64, class: i64) -> i64 {
+            return or * 100 + or_ * 10 + class
+        }
+    """)
+    m = nxc.load(path)
+    sig = inspect.signature(m.pick)
+    assert list(sig.parameters) == ["or__", "or_", "class_"]
+    assert m.pick(1, 2, 3) == 123
+    assert m.pick(class_=3, or__=1, or_=2) == 123
+    assert "func pick(or: i64, or_: i64, class: i64)" in m.pick.__doc__
+
+
 def test_help_lists_functions_with_signatures_and_doc_comments(write_nx):
     path = write_nx("""
         // A tiny module: one doc comment for the module.
