@@ -33,13 +33,12 @@ objects.py, LinkedC), which checks more bodies only where it must emit them.
 """
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import os
 from dataclasses import dataclass, field, fields
 
-from nxc.cache import cache_dir, prune_due, prune_least_recent, scaled_bound, seal, unseal, write_atomically
+from nxc.cache import cache_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound, write_sealed_json
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.deep import deep
@@ -182,15 +181,7 @@ def _verdict_file(key: str) -> str:
 def load_verdict(key: str) -> dict | None:
     """{"warnings": [...], "interface": digest} of a clean verdict; None if there
     is none, or it is damaged or not sealed by this user's nxc."""
-    path = _verdict_file(key)
-    try:
-        with open(path, "rb") as f:
-            payload = unseal("summaries/" + key, f.read())
-        data = json.loads(payload) if payload is not None else None
-        if data is not None:
-            os.utime(path)              # recently used: pruned last
-    except (OSError, ValueError):
-        return None
+    data = read_sealed_json(_verdict_file(key), "summaries/" + key, touch=True)
     if not (isinstance(data, dict) and isinstance(data.get("warnings"), list)
             and all(isinstance(w, str) for w in data["warnings"])):
         return None
@@ -202,9 +193,8 @@ def load_verdict(key: str) -> dict | None:
 def store_verdict(key: str, warnings: list[str], interface: str) -> None:
     global _stored
     # Rendered warnings name files relative to the current folder: kept with it.
-    payload = json.dumps({"warnings": warnings, "interface": interface,
-                          "cwd": os.getcwd() if warnings else None}).encode("utf-8", "surrogateescape")
-    write_atomically(_verdict_file(key), seal("summaries/" + key, payload))
+    write_sealed_json(_verdict_file(key), "summaries/" + key,
+                      {"warnings": warnings, "interface": interface, "cwd": os.getcwd() if warnings else None})
     _stored += 1
     if prune_due(_stored):
         prune_least_recent(os.path.dirname(_verdict_file(key)), scaled_bound(MAX_VERDICTS),
@@ -227,19 +217,15 @@ def check_incremental(path: str, include: list[str] | None = None, diags: Diagno
     without a clean verdict for their current source and closure interfaces.
     Raises CompileError (an error in an imported module with its "imported
     from here" notes, as check_file)."""
+    from nxc.check.frontend import check_file, gc_paused
     diags = diags or Diagnostics()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()                    # as check_file: the front end frees nothing until it is done
     try:
-        return _check_incremental(path, include, diags, soft_f32, use_verdicts)
+        with gc_paused():           # as check_file: the front end frees nothing until it is done
+            return _check_incremental(path, include, diags, soft_f32, use_verdicts)
     except RecursionError:
         # Past what nxc/deep.py's stack holds: check_file says so as one error.
-        from nxc.check.frontend import check_file
         check_file(path, include, Diagnostics(), soft_f32)
         raise
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 @dataclass
@@ -414,15 +400,12 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     module's bodies used a name from outside its own closure, so more than its
     closure decides its C; too deeply nested): the caller checks the whole
     program then."""
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
+    from nxc.check.frontend import gc_paused
     try:
-        f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True)
+        with gc_paused():
+            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True)
     except RecursionError:
         return None
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
         return None
     bodies = Bodies(f)
