@@ -19,6 +19,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import stat
@@ -302,6 +303,28 @@ def prune_least_recent(folder: str, keep: int, is_entry) -> int:
         except OSError:
             pass
     return removed
+
+
+def read_sealed_json(path: str, name: str, touch: bool = False):
+    """The JSON data kept sealed at `path` under `name` (seal); None if it is
+    missing, damaged or not sealed by this user's nxc. `touch`: mark it
+    recently used (pruned last)."""
+    try:
+        with open(path, "rb") as f:
+            payload = unseal(name, f.read())
+        if payload is None:
+            return None
+        data = json.loads(payload.decode("utf-8", "surrogateescape"))
+        if touch:
+            os.utime(path)
+    except (OSError, ValueError):
+        return None
+    return data
+
+
+def write_sealed_json(path: str, name: str, data, **dumps) -> bool:
+    """Keep `data` as JSON sealed under `name` at `path`, atomically (write_atomically)."""
+    return write_atomically(path, seal(name, json.dumps(data, **dumps).encode("utf-8", "surrogateescape")))
 
 
 def write_atomically(path: str, data: bytes) -> bool:

@@ -36,7 +36,6 @@ import contextlib
 import errno
 import fcntl
 import hashlib
-import json
 import os
 import shlex
 import shutil
@@ -54,8 +53,8 @@ from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, effects_of, emit_c, emit
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish, seal,
-                       stamped, unseal, write_atomically)
+from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
+                       read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
@@ -359,19 +358,11 @@ def record_of(program, module, digest: str, checked: bool) -> dict:
 
 def read_record(key: str) -> dict | None:
     """The record kept under object key `key` (None: none, damaged, or not sealed by this user's nxc)."""
-    path = os.path.join(_records_dir(), key + ".json")
-    try:
-        with open(path, "rb") as f:
-            payload = unseal("records/" + key, f.read())
-        data = json.loads(payload) if payload is not None else None
-    except (OSError, ValueError):
-        return None
+    data = read_sealed_json(os.path.join(_records_dir(), key + ".json"), "records/" + key, touch=True)
     if not (isinstance(data, dict) and isinstance(data.get("interface"), str)
             and all(isinstance(data.get(k), list) and all(isinstance(n, str) for n in data[k])
                     for k in _RECORD_LISTS)):
         return None
-    with contextlib.suppress(OSError):
-        os.utime(path)              # recently used: pruned last
     return data
 
 
@@ -379,7 +370,7 @@ def write_record(key: str, record: dict) -> None:
     global _record_writes
     path = os.path.join(_records_dir(), key + ".json")
     try:
-        write_atomically(path, seal("records/" + key, json.dumps(record, sort_keys=True).encode("utf-8")))
+        write_sealed_json(path, "records/" + key, record, sort_keys=True)
     except OSError:
         return                      # a read-only or full cache: the module is checked again next time
     _record_writes += 1
@@ -421,23 +412,17 @@ def _sites_path(key: str) -> str:
 def read_sites(key: str) -> list[Site] | None:
     """The site table kept beside object `key` (None if missing or not ours)."""
     path = _sites_path(key)
+    rows = read_sealed_json(path, os.path.basename(path))
     try:
-        with open(path, "rb") as f:
-            payload = unseal(os.path.basename(path), f.read())
-    except OSError:
-        return None
-    if payload is None:
-        return None
-    try:
-        return [Site(*row) for row in json.loads(payload.decode("utf-8", "surrogateescape"))]
-    except (ValueError, TypeError):
+        return None if rows is None else [Site(*row) for row in rows]
+    except TypeError:
         return None
 
 
 def _write_sites(key: str, sites: list[Site]) -> None:
     rows = [[s.path, s.line, s.col, s.what, s.kind, s.function] for s in sites]
     path = _sites_path(key)
-    write_atomically(path, seal(os.path.basename(path), json.dumps(rows).encode("utf-8", "surrogateescape")))
+    write_sealed_json(path, os.path.basename(path), rows)
 
 
 def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: bool | None = None) -> tuple[str, bool]:
