@@ -539,11 +539,6 @@ static uintptr_t nxrt_arena_fresh_range(uint64_t size)
     return va;
 }
 
-static uintptr_t nxrt_arena_fresh_va(void)
-{
-    return nxrt_arena_fresh_range(NXRT_ARENA_CHUNK);
-}
-
 /* Give a range's pages back to the kernel and keep the range reserved, so
    that no later mapping of anyone lands there (one call). */
 static void nxrt_arena_release(uintptr_t va, uint64_t size)
@@ -569,7 +564,7 @@ static int64_t nxrt_arena_chunk(void)
             return -1;
         nxrt_capchunks = cap;
     }
-    va = nxrt_arena_fresh_va();
+    va = nxrt_arena_fresh_range(NXRT_ARENA_CHUNK);
     if (va == 0)
         return -1;
     while (nxrt_nempty > 0) {               /* reuse the pages of an empty chunk */
@@ -578,8 +573,7 @@ static int64_t nxrt_arena_chunk(void)
                    (void *)va) == MAP_FAILED)
             continue;                       /* (e.g. the map-count limit): forget that chunk */
         /* Its old range stays ours, so no later mmap of anyone lands there. */
-        mmap((void *)e->va, (size_t)NXRT_ARENA_CHUNK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
-             -1, 0);
+        nxrt_arena_release(e->va, NXRT_ARENA_CHUNK);
         e->va = va;
         e->used = 0;
         e->reused = 1;
