@@ -173,3 +173,29 @@ def test_two_gates_in_one_process_each_run_their_own_main(tree):
     again = run_gate(check_file(low, diags=Diagnostics()), "c")
     assert (a.status, a.value) == ("FAIL", 2) and (b.status, b.value) == ("PASS", 0)
     assert (again.status, again.value, again.gate_return.node.pos.line) == ("FAIL", 2, a.gate_return.node.pos.line)
+
+
+def test_the_runtime_sizes_match_the_python_side():
+    # The gate's report and the site ids live in the runtime now (no per-gate C
+    # passes the sizes in): its constants must be the ones the emitters use.
+    import re
+    from nxc.lower.guards import CAPTURE_SLOTS
+    from nxc.paths import runtime_dir
+    header = open(os.path.join(runtime_dir(), "nx_runtime.h"), encoding="utf-8").read()
+    assert int(re.search(r"#define NXRT_CAPTURE_SLOTS (\d+)", header).group(1)) == CAPTURE_SLOTS
+    assert int(re.search(r"#define NXRT_SITE_BITS (\d+)", header).group(1)) == objects.SITE_BITS
+    source = open(os.path.join(runtime_dir(), "nx_runtime.c"), encoding="utf-8").read()
+    assert int(re.search(r"#define NXRT_MAX_MODULES (\d+)", source).group(1)) > objects.MAX_LINKED
+
+
+def test_a_library_whose_modules_do_not_match_its_plan_is_refused(tree, monkeypatch):
+    from nxc.backend.c import build as c_build
+    from nxc.backend.registry import backend_for
+    low, high = tree
+    program = check_file(high, diags=Diagnostics())
+    prepared = backend_for("c").prepare(program, purpose="gate", load=False)
+    binding = prepared.emitted.binding
+    wrong = objects.Binding(binding.bases[:-1] + (("nosuch_000000000000", binding.bases[-1][1]),), binding.root)
+    monkeypatch.setattr(objects.LinkedC, "binding", property(lambda self: wrong))
+    with pytest.raises(c_build.BuildError, match="does not hold the modules its link planned"):
+        backend_for("c").load(program, prepared.emitted, prepared.built)
