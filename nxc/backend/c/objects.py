@@ -16,7 +16,7 @@ module's site base, which module's main is the gate: `Binding`) is set when
 the library is loaded (nxc/backend/c/backend.py), not compiled.
 The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
 keys, the binding, the flags and the linker) like any build
-(nxc/backend/c/build.py). Module objects and entries are compiled against
+(nxc/backend/c/build.py). Module objects are compiled against
 a precompiled nx_runtime.h of their configuration (GCC: `ensure_pch`), and
 linked with gold when the compiler can (`link_flags`); docs/build.md says
 what each saves.
@@ -146,7 +146,6 @@ class Binding:
     @property
     def text(self) -> str:
         return "\n".join([f"root {self.root}", *(f"{m} {b}" for m, b in self.bases)])
-
 
 
 class LinkedC(CapturesMixin):
