@@ -63,3 +63,28 @@ def import_closure(program: Program, module: ast.Module) -> list[ast.Module]:
     if soft is not None and soft.source.path not in seen:
         order.insert(0, soft)
     return order
+
+
+def closure_order(start: str, imports: dict[str, list[str]]) -> list[str] | None:
+    """import_closure's order from the module index instead of a graph: `start`
+    and every path it reaches through `imports` ({path: the paths it imports,
+    in its order}), dependencies first, `start` last; None when a path
+    reached has no entry. (Without --soft-f32: its callers refuse it.)"""
+    if start not in imports:
+        return None
+    order: list[str] = []
+    seen = {start}
+    stack = [(start, iter(imports[start]))]
+    while stack:
+        p, pending = stack[-1]
+        for dep in pending:
+            if dep not in seen:
+                if dep not in imports:
+                    return None
+                seen.add(dep)
+                stack.append((dep, iter(imports[dep])))
+                break
+        else:
+            order.append(p)
+            stack.pop()
+    return order
