@@ -49,6 +49,7 @@ def run_recorded(unit: Unit, options: Options) -> list[Result] | None:
 
 def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c import build as c_build
+    from nxc.backend.c.closure import closure_orders
     from nxc.backend.c import objects
     from nxc.backend.c.emit import GATE_CDEF
     from nxc.backend.c.recorded import plan_from_records
@@ -62,11 +63,14 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     if root not in indexed:
         return None
     imports = {p: e["imports"] for p, e in indexed.items()}
-    warnings_of = verdict_warnings(indexed, imports)
+    orders = closure_orders(root, imports)
+    if orders is None or set(orders) != set(indexed):
+        return None
+    warnings_of = verdict_warnings(indexed, orders)
     if warnings_of is None:
         return None
     digests = {p: e["digest"] for p, e in indexed.items()}
-    link = plan_from_records(root, digests, imports, options.checked, options.opt)
+    link = plan_from_records(root, digests, imports, options.checked, options.opt, orders=orders)
     if link is None:
         return None
     warnings = [w for p in link.modules for w in warnings_of[p]]
@@ -107,10 +111,17 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     return [r]
 
 
-def verdict_warnings(indexed: dict, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:
+# A clean verdict is a fact about content (its key covers the module's text,
+# its closure's interfaces and nxc's code), so a worker keeps those it read
+# for the units it runs after (bounded).
+_verdicts: dict[str, dict] = {}
+MAX_REMEMBERED = 20000
+
+
+def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> dict[str, list[str]] | None:
     """{module: its bodies' warnings} from the clean verdict of every module of
-    the closure under its current key; None if any is missing."""
-    from nxc.backend.c.closure import closure_order
+    the closure under its current key; None if any is missing. orders: each
+    module's import closure (closure_orders)."""
     from nxc.check.summary import load_verdict, verdict_key
     interfaces = {p: e.get("interface") for p, e in indexed.items()}
     if None in interfaces.values():
@@ -126,12 +137,15 @@ def verdict_warnings(indexed: dict, imports: dict[str, list[str]]) -> dict[str, 
             return None
     out = {}
     for p, e in indexed.items():
-        closure = closure_order(p, imports)
-        if closure is None:
-            return None
-        verdict = load_verdict(verdict_key(p, e["digest"], set(closure), interfaces, False))
-        if verdict is None or verdict.get("interface") != interfaces[p]:
-            return None
+        key = verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
+        verdict = _verdicts.get(key)
+        if verdict is None:
+            verdict = load_verdict(key)
+            if verdict is None or verdict.get("interface") != interfaces[p]:
+                return None
+            if len(_verdicts) >= MAX_REMEMBERED:
+                _verdicts.clear()
+            _verdicts[key] = verdict
         out[p] = verdict["warnings"]
     return out
 

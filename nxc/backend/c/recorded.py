@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nxc.backend.c import objects
-from nxc.backend.c.closure import closure_order
+from nxc.backend.c.closure import closure_orders
 
 
 @dataclass
@@ -38,24 +38,45 @@ class RecordedLink:
     runtime_key: str
 
 
+# Records are facts about content (a record under an object key says what
+# that key's module is), so a worker keeps the ones it read for the units
+# it runs after (bounded).
+_records: dict[str, dict] = {}
+MAX_REMEMBERED = 20000
+
+
+def recorded(key: str) -> dict | None:
+    found = _records.get(key)
+    if found is None:
+        found = objects.read_record(key)
+        if found is not None:
+            if len(_records) >= MAX_REMEMBERED:
+                _records.clear()
+            _records[key] = found
+    return found
+
+
 def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, list[str]], checked: bool,
-                      opt: str, unbox_f32: bool = True) -> RecordedLink | None:
+                      opt: str, unbox_f32: bool = True,
+                      orders: dict[str, list[str]] | None = None) -> RecordedLink | None:
     """The link of the gate of `root` (a real path), or None when the cache
     cannot say it without the front end. digests: {real path: the index's
     source digest} of every module of the closure; imports: {real path: the
-    real paths it imports, in its order}. The runtime's object is built if
-    missing (it depends on the configuration only)."""
+    real paths it imports, in its order}; orders: closure_orders(root,
+    imports), if the caller has it. The runtime's object is built if missing
+    (it depends on the configuration only)."""
     config = objects.build_config_text(checked, opt, unbox_f32)
     interfaces: dict[str, str] = {}
     keys: dict[str, str] = {}
-    order = closure_order(root, imports)
-    if order is None or set(order) != set(digests):
+    orders = orders or closure_orders(root, imports)
+    if orders is None or set(orders) != set(digests):
         return None
+    order = orders[root]
     for p in order:                             # dependencies first
-        closure = closure_order(p, imports)
+        closure = orders[p]
         key = objects.object_key(objects.source_key_digest(p, digests[p]),
                                  objects.interfaces_digest(interfaces[d] for d in closure[:-1]), config)
-        record = objects.read_record(key)
+        record = recorded(key)
         if record is None:
             return None
         interfaces[p], keys[p] = record["interface"], key
