@@ -131,3 +131,27 @@ def test_the_recorded_path_shows_the_warnings_the_full_path_shows(tmp_path):
     fast = _results(tree, cache)["top"]
     assert fast["passed"] and fast["checked_bodies"] == [], fast
     assert fast["warnings"] == full["warnings"]
+
+
+def test_closure_orders_from_the_index_are_import_closures_orders():
+    """The recorded path computes object keys from closures built bottom-up
+    from the index (closure_orders); a key is only right if each order is
+    exactly import_closure's (depth first, imports in their order)."""
+    import random
+    from types import SimpleNamespace
+
+    from nxc.backend.c.closure import closure_orders, import_closure
+    rng = random.Random(21)
+    for _ in range(200):
+        n = rng.randint(1, 30)
+        imports = {f"/m{i}.nx": [f"/m{rng.randrange(i)}.nx" for _ in range(rng.randint(0, min(i, 4)))] if i else []
+                   for i in range(n)}
+        modules = [SimpleNamespace(source=SimpleNamespace(path=p), imports=[]) for p in imports]
+        program = SimpleNamespace(graph=SimpleNamespace(modules=modules, imports=imports))
+        root = modules[-1]
+        orders = closure_orders(root.source.path, imports)
+        for m in modules:
+            if m.source.path in orders:
+                assert orders[m.source.path] == [d.source.path for d in import_closure(program, m)]
+    assert closure_orders("/a.nx", {"/a.nx": ["/b.nx"], "/b.nx": ["/a.nx"]}) is None      # a cycle
+    assert closure_orders("/a.nx", {"/a.nx": ["/b.nx"]}) is None                           # not in the index
