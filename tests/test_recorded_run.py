@@ -155,3 +155,33 @@ def test_closure_orders_from_the_index_are_import_closures_orders():
                 assert orders[m.source.path] == [d.source.path for d in import_closure(program, m)]
     assert closure_orders("/a.nx", {"/a.nx": ["/b.nx"], "/b.nx": ["/a.nx"]}) is None      # a cycle
     assert closure_orders("/a.nx", {"/a.nx": ["/b.nx"]}) is None                           # not in the index
+
+
+LOOP = """func f(x: i64) -> i64 {
+    var i: i64 = 0
+    while i < x { i = i + 1 }
+    return i + 1
+}
+"""
+LOOP_TOP = """import "leaf.nx"
+func main() -> i64 {
+    if f(3) != 4 { return 1 }
+    return 0
+}
+"""
+
+
+def test_a_gate_that_hangs_after_the_edit_is_stopped_once_and_located_on_the_recorded_path(tmp_path):
+    """A TIMEOUT needs no program to report (its stack comes from the shared
+    page and the site tables beside the objects), so the recorded path reports
+    it rather than running the gate a second time for the full path."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    _write(tree, {"leaf.nx": LOOP, "top.nx": LOOP_TOP})
+    assert _results(tree, cache, "--timeout", "5")["top"]["passed"]
+    _write(tree, {"leaf.nx": LOOP.replace("i = i + 1", "i = i + 0")})     # same effects: a loop either way
+    top = _results(tree, cache, "--timeout", "1")["top"]
+    assert top["status"] == "TIMEOUT" and top["checked_bodies"] == [] and top["relinked"], top
+    assert [(os.path.basename(f["file"]), f["function"], f["line"]) for f in top["stack"]][:2] == [
+        ("leaf.nx", "f", 3), ("top.nx", "main", 3)], top["stack"]
+    assert "stopped in f at" in top["message"] and "--timeout" in top["report"], top

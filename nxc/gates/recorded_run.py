@@ -19,21 +19,26 @@ checker interface digests, resolved imports):
 3. the result cache under the same key as the full path's; else link (if
    the library is not cached) and run `main` in a child, as run_gate does.
 
-Only a PASS is reported from here. Anything else (a record or verdict
-missing, a failing check, a fault, a crash, a timeout, anything unexpected)
-sends the unit down the full path, which explains it in full (its report
-needs the checked program) and writes the records that were missing; a gate
-that does not pass therefore runs twice. --backend py/both, --soft-f32,
+A PASS is reported from here, and so are a TIMEOUT and a MEMORY-LIMIT (their
+reports need no program: the .nx stack of a checked build comes from the
+shadow-stack page and the site tables kept beside the objects; running such
+a gate twice would double the wait). Anything else (a record or verdict
+missing, a failing check, a fault, a crash, anything unexpected) sends the
+unit down the full path, which explains it in full (its report needs the
+checked program) and writes the records that were missing; such a gate
+runs twice. --backend py/both, --soft-f32,
 -W error, --no-cache and --rerun always take the full path.
 """
 from __future__ import annotations
 
+import dataclasses
+import mmap
 import os
 import time
 
 from nxc.gates.collect import Unit
-from nxc.gates.execute import Options, Result, run_unit
-from nxc.gates.protocol import Status
+from nxc.gates.execute import Options, Result, fill_result, run_unit
+from nxc.gates.protocol import Outcome, Status
 
 
 def run_recorded(unit: Unit, options: Options) -> list[Result] | None:
@@ -50,6 +55,7 @@ def run_recorded(unit: Unit, options: Options) -> list[Result] | None:
 def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c import build as c_build
     from nxc.backend.c.closure import closure_orders
+    from nxc.backend.c.faults import read_mirror, stack_from
     from nxc.backend.c import objects
     from nxc.backend.c.emit import GATE_CDEF
     from nxc.backend.c.recorded import plan_from_records
@@ -89,14 +95,36 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF)))
         r.build_seconds, r.build_cached, r.relinked = time.perf_counter() - t0, not relinked, relinked
 
+        # Checked C mirrors its .nx stack into a page shared with us, read if
+        # the child is stopped (CLoaded.share_stack does the same).
+        page = mmap.mmap(-1, lib.nxc_stack_bytes()) if options.checked else None
+
         def call():
+            if page is not None:
+                lib.nxc_stack_mirror(ffi.from_buffer(page), len(page))
             out = ffi.new("int64_t *")
             status = lib.nxc_run_main(out)
             return int(status), int(out[0])
 
         t0 = time.perf_counter()
-        ended = run_isolated(call, options.timeout, capture=True, memory_limit=options.memory_limit)
+        try:
+            ended = run_isolated(call, options.timeout, capture=True, memory_limit=options.memory_limit)
+            stack = stack_from(read_mirror(page), link.sites()) if page is not None and ended.kind == "timeout" else ()
+        finally:
+            if page is not None:
+                page.close()
         r.run_seconds = time.perf_counter() - t0
+        if ended.kind in ("timeout", "memory"):
+            if ended.kind == "timeout":
+                outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=stack)
+            else:
+                outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
+            fill_result(dataclasses.replace(outcome, seconds=r.run_seconds, build_seconds=r.build_seconds,
+                                            build_cached=r.build_cached, relinked=r.relinked,
+                                            output=ended.output or "", checked=options.checked),
+                        None, options, r)
+            r.seconds = time.perf_counter() - start
+            return [r]
         if ended.kind != "ok" or ended.value != (0, 0):
             return None                 # the full path runs it again and explains what happened
         r.value, r.output = 0, ended.output or ""

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from nxc.backend.c import objects
 from nxc.backend.c.closure import closure_orders
+from nxc.backend.c.sites import SiteTable
 
 
 @dataclass
@@ -36,6 +37,13 @@ class RecordedLink:
     objects: list[str]      # what the linker takes, in order: the entry, the modules, the runtime
     modules: list[str]      # the graph's module order (the gate's warnings are in this order)
     runtime_key: str
+    site_keys: list[str]    # whose site tables the link's site ids index: the entry's (ordinal 0), each unit's
+
+    def sites(self) -> SiteTable:
+        """The link's sites by id, as LinkedC.sites, each table read from beside its object when first asked for."""
+        first = objects.read_sites(self.site_keys[0]) or []
+        loaders = {k: (lambda key=key: objects.read_sites(key) or []) for k, key in enumerate(self.site_keys) if k}
+        return SiteTable(first, loaders, objects.SITE_BITS)
 
 
 # Records are facts about content (a record under an object key says what
@@ -90,4 +98,5 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
     runtime, _ = objects.ensure_runtime(checked, opt)
     rt = objects.runtime_key(checked, opt)
     key = objects.link_key([keys[p] for p in gate["units"]], rt, gate["entry"], opt)
-    return RecordedLink(key, [entry, *linked, runtime], list(gate["modules"]), rt)
+    return RecordedLink(key, [entry, *linked, runtime], list(gate["modules"]), rt,
+                        [gate["entry"], *(keys[p] for p in gate["units"])])
