@@ -791,11 +791,16 @@ def link_library(target: str, objects: list[str], opt: str) -> None:
     """Link `objects` (entry, modules, runtime) into the gate library `target`, atomically."""
     folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        out_tmp = os.path.join(tmp, os.path.basename(target))
+    # A file of a name of its own beside the target, renamed into place (a
+    # temporary folder would cost a mkdir and an rmtree per gate).
+    out_tmp = os.path.join(folder, f".build-{os.getpid()}-{os.urandom(6).hex()}-{os.path.basename(target)}")
+    try:
         cmd = [*c_build.compiler(), *c_build.flags_for(opt), *link_flags(), *objects, "-o", out_tmp, "-lm"]
         _run_compiler(cmd)
         publish(out_tmp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(out_tmp)          # (gone already when published)
     global _link_writes
     _link_writes += 1
     if prune_due(_link_writes):
