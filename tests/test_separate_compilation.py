@@ -137,7 +137,9 @@ def test_a_second_gate_links_the_objects_the_first_compiled(tree):
     leaf, top = tree
     mid = os.path.join(os.path.dirname(top), "mid.nx")
     first = backend_for("c").prepare(program(mid), purpose="gate", load=False).built
-    assert sorted(map(os.path.basename, first.recompiled)) == ["leaf.nx", "mid.nx"] and first.relinked
+    # (nx_syscalls.nx has a gate, so an object of its own: compiled by the first gate of the session that links it)
+    assert sorted(set(map(os.path.basename, first.recompiled)) - {"nx_syscalls.nx"}) == ["leaf.nx", "mid.nx"]
+    assert first.relinked
     second = backend_for("c").prepare(program(top), purpose="gate", load=False).built
     # top.nx has only main: its own object holds it (no C is compiled for the gate itself)
     assert list(map(os.path.basename, second.recompiled)) == ["top.nx"] and second.relinked

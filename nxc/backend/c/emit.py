@@ -964,7 +964,11 @@ class UnitC:
 def module_c_id(module: ast.Module) -> str:
     """A module's id in C, unique per module path: its object registers under
     it (nx_runtime.h, nxrt_module), and its gate is nxm_main_<id>."""
-    path = module.source.path
+    return module_c_id_of(module.source.path)
+
+
+def module_c_id_of(path: str) -> str:
+    """module_c_id of the module at real path `path`."""
     stem = "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])[:40]
     return f"{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
 
