@@ -32,6 +32,9 @@ class ModuleGraph:
     # For each module path: the paths its imports resolved to, in import order
     # (the C backend compiles each module against its own import closure).
     imports: dict[str, list[str]] = field(default_factory=dict)
+    # Each module's import closure, computed once per graph by its first user
+    # (nxc/backend/c/closure.py); not part of the graph's value.
+    closures: object = field(default=None, compare=False, repr=False)
 
 
 def search_path(include: list[str] | None = None) -> list[str]:
