@@ -54,7 +54,7 @@ from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       read_sealed_json, stamped, write_atomically, write_sealed_json)
+                       mark_used, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
@@ -449,10 +449,7 @@ def _usable(target: str, key: str) -> bool:
     if not os.path.exists(target):
         return False
     if stamped(target) and os.path.exists(_sites_path(key)):
-        try:
-            os.utime(target)                # recently used: pruned last
-        except OSError:
-            pass
+        mark_used(target)                   # recently used: pruned last (keeps its verified stamp)
         return True
     discard(target)                         # truncated, swapped or planted: never linked
     return False
