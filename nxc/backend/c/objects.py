@@ -157,6 +157,10 @@ class LinkedC(CapturesMixin):
         # must be emitted after all.
         self.bodies = getattr(program, "bodies", None)
         self._closures: dict[str, list] = {}        # module path -> its import closure
+        # (module path, build configuration) -> its object key, computed once:
+        # `_interfaces_from_records` needs the keys to find the records, `_plan`
+        # the same keys for the units (the interfaces they cover are final by then)
+        self._keys: dict[tuple, str] = {}
 
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
@@ -204,7 +208,7 @@ class LinkedC(CapturesMixin):
                 if p not in with_functions:         # its interface is its declarations': no record needed
                     ready.append((m, None))
                     continue
-                key = object_key(module_source_digest(m), self.closure_digest(self, closure), config)
+                key = self._object_key(m, closure, config)
                 record = None if p in bodies.checked else read_record(key)
                 if record is not None:
                     self._interfaces[p] = record["interface"]
@@ -227,6 +231,14 @@ class LinkedC(CapturesMixin):
                         write_record(key, record)
             pending = later
         self.program = bodies.program
+
+    def _object_key(self, module, closure: list, config: str) -> str:
+        """object_key of `module` (its import closure's interfaces known)."""
+        k = (module.source.path, config)
+        key = self._keys.get(k)
+        if key is None:
+            key = self._keys[k] = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
+        return key
 
     def _check_copies(self, own: list, module=None) -> None:
         """Before emitting `own` (functions of `module`, or the entry): check
@@ -271,8 +283,7 @@ class LinkedC(CapturesMixin):
                 continue            # nothing of its own to compile (consts, structs, externs only)
             p = module.source.path
             closure = self._closures.get(p) or self._closures.setdefault(p, import_closure(program, module))
-            key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
-            units.append(ModuleUnit(module, closure, key))
+            units.append(ModuleUnit(module, closure, self._object_key(module, closure, config)))
         if len(units) > MAX_LINKED:
             raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
                                      f"({len(units)} here)")
