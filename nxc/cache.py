@@ -258,12 +258,13 @@ def stamped(path: str) -> bool:
     return ok
 
 
-def mark_used(path: str) -> None:
+def mark_used(path: str, identity: tuple | None = None) -> None:
     """Mark the entry at `path` recently used (pruned last): its modification
     time, unless it is already younger than TOUCH_EVERY seconds (pruning goes
     by the least recent: one touch per entry and minute is enough). What this
-    process verified of it stays verified when it is the same file after."""
-    before = _identity(path)
+    process verified of it stays verified when it is the same file after.
+    `identity`: the file's, if the caller just took it."""
+    before = identity or _identity(path)
     if before is None or time.time_ns() - before[3] < TOUCH_EVERY * 1e9:
         return
     try:
@@ -409,7 +410,7 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
     except ValueError:
         return None
     if touch:
-        mark_used(path)
+        mark_used(path, ident)
     return data
 
 

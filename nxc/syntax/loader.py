@@ -63,28 +63,43 @@ def import_refusal(name: str) -> str | None:
 
 
 def resolve_import(name: str, importer_dir: str, include: list[str] | None,
-                   importer_real: bool = False) -> tuple[str | None, list[str]]:
-    """(real path or None, folders tried in order). With `importer_real`
-    (`importer_dir` is the folder of a real path, as the loader's), a plain
-    file name found there as a regular file, not a link, is its own real
-    path: one lstat instead of realpath's walk over every folder of the path
-    (a gate of a large tree resolves some hundreds of imports)."""
-    if importer_real and os.sep not in name and (os.altsep is None or os.altsep not in name):
-        candidate = os.path.join(importer_dir, name)
-        try:
-            if stat.S_ISREG(os.lstat(candidate).st_mode):
-                return candidate, [importer_dir]
-        except OSError:
-            pass
+                   real_dirs: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
+    """(real path or None, folders tried in order).
+
+    `real_dirs` ({folder: its real path}, kept by the caller for one load of a
+    graph, e.g. the importer folders it already knows to be real): a plain
+    file name found in a folder as a regular file, not a link, is then that
+    folder's real path joined with it, one lstat instead of realpath's walk
+    over every folder of the path (a gate of a large tree resolves some
+    hundreds of imports)."""
+    plain = real_dirs is not None and os.sep not in name and (os.altsep is None or os.altsep not in name)
     tried = []
-    for d in [importer_dir, *search_path(include)]:
+    for d in [importer_dir, *search_path(include)] if not plain else _folders(importer_dir, include):
         if d in tried:
             continue
         tried.append(d)
         candidate = os.path.join(d, name)
+        if plain:
+            try:
+                mode = os.lstat(candidate).st_mode
+            except OSError:
+                continue
+            if stat.S_ISREG(mode):
+                real = real_dirs.get(d)
+                if real is None:
+                    real = real_dirs[d] = os.path.realpath(d)
+                return os.path.join(real, name), tried
+            if not stat.S_ISLNK(mode):
+                continue                    # a folder or a device: not a module
         if os.path.isfile(candidate):
             return os.path.realpath(candidate), tried
     return None, tried
+
+
+def _folders(importer_dir: str, include: list[str] | None):
+    """The importer's folder, then the search path (computed only if needed)."""
+    yield importer_dir
+    yield from search_path(include)
 
 
 def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceFile | None:
@@ -221,6 +236,7 @@ def load_program(path: str, include: list[str] | None = None,
     # Depth first, each module after its imports, with an explicit stack: a
     # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
     failed: set[str] = set()
+    real_dirs: dict[str, str] = {}      # this load's folders and their real paths (resolve_import)
     stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
     while stack:
         frame = stack[-1]
@@ -249,7 +265,9 @@ def load_program(path: str, include: list[str] | None = None,
             if refusal is not None:
                 _add_chain_notes(diags.error(imp.pos, refusal), chain)
                 continue
-            found, tried = resolve_import(imp.path, os.path.dirname(real), include, importer_real=True)
+            folder = os.path.dirname(real)
+            real_dirs.setdefault(folder, folder)     # the folder of a real path
+            found, tried = resolve_import(imp.path, folder, include, real_dirs)
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")

@@ -187,10 +187,10 @@ class LinkedC(CapturesMixin):
         """Every module's interface digest, bottom-up, for a program only some of
         whose bodies were checked: key(M) = object_key(M's source, the digests of
         M's imports, config), and M's digest is that of its record under key(M)
-        (kept when M's bodies were last checked with that key), or, for a module
-        checked here or without a record (checked now), interface_text's, which
-        is then recorded. A module whose imports' digests are not all known yet
-        waits for the next round (each round checks the modules found without a
+        (kept when M's bodies were last checked with that key: the same whether
+        or not M was checked here), or, for a module without a record (checked
+        now if it was not), interface_text's, which is then recorded. A module
+        whose imports' digests are not all known yet waits for the next round (each round checks the modules found without a
         record, then computes the digests of what it checked)."""
         bodies = self.bodies
         program = bodies.program
@@ -209,10 +209,14 @@ class LinkedC(CapturesMixin):
                     ready.append((m, None))
                     continue
                 key = self._object_key(m, closure, config)
-                record = None if p in bodies.checked else read_record(key)
+                # A record is what checking the module under this key gives, so
+                # a module checked here (the root of every run of its gate) that
+                # has one takes its digest from it, without interface_text.
+                record = read_record(key)
                 if record is not None:
                     self._interfaces[p] = record["interface"]
-                    bodies.note_record(p, record)
+                    if p not in bodies.checked:
+                        bodies.note_record(p, record)
                 elif p in bodies.checked:
                     ready.append((m, key))
                 else:
@@ -226,9 +230,7 @@ class LinkedC(CapturesMixin):
                 digest = self._interfaces[m.source.path] = _digest(
                     m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
                 if key is not None:
-                    record = record_of(view, m, digest, self.checked)
-                    if read_record(key) != record:      # (the root's, checked by every run of its gate)
-                        write_record(key, record)
+                    write_record(key, record_of(view, m, digest, self.checked))
             pending = later
         self.program = bodies.program
 
