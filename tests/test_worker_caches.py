@@ -92,6 +92,22 @@ def test_import_beside_a_link_resolves_to_its_target(tmp_path):
     assert graph.imports[os.path.realpath(top)] == [os.path.realpath(target)]
 
 
+def test_import_from_a_linked_search_folder_resolves_to_the_real_path(tmp_path):
+    real = tmp_path / "libs"
+    real.mkdir()
+    lib = _write(real, "lib2.nx", "func g() -> i64 { return 0; }\n")
+    os.symlink(real, tmp_path / "linked")
+    app = tmp_path / "app"
+    app.mkdir()
+    top = _write(app, "top.nx", 'import "lib2.nx"\nfunc main() -> i64 { return g(); }\n')
+    graph = loader.load_program(top, [str(tmp_path / "linked")])
+    assert graph.imports[os.path.realpath(top)] == [os.path.realpath(lib)]
+    # the same answer as without the load's folder memo
+    found, tried = loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")])
+    assert found == os.path.realpath(lib)
+    assert loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")], {})[1] == tried
+
+
 def test_a_stamp_is_verified_again_when_the_file_changes(tmp_path):
     cache.forget_verified()
     path = str(tmp_path / "entry.bin")
