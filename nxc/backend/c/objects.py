@@ -266,6 +266,14 @@ class LinkedC(CapturesMixin):
                         need.append(callee)
                     else:
                         todo.append(callee)
+            if need and module is not None:
+                # Every copied helper of the closure at once: each change of
+                # the program makes the emitters compute its effects again (a
+                # fixed point over every checked body), and a gate that emits
+                # many modules asked for a few more helpers per module.
+                rec = program.recorded
+                need += [fn for fn in program.functions
+                         if fn.decl.name in rec.unchecked and fn.decl.name in rec.copied]
             if not bodies.check_functions(need):
                 break
         self.program = bodies.program
