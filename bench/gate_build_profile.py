@@ -5,9 +5,10 @@ timed by kind (CPU time: user + system of the process and its children).
     python bench/gen_tree.py /tmp/t200 --modules 200 --graph random --seed 1
     python bench/gate_build_profile.py /tmp/t200 --gates 40
 
-Kinds: `module` (a module's own object: the yardstick's share), `entry`
-(the gate's entry: the root's main, the entry points, the site bases),
-`link`, `pch` (the precompiled runtime header, once per configuration),
+Kinds: `module` (a module's own object, its gate included: the
+yardstick's share), `entry` (builds before issue 21's last step only: the
+gate's own C file with the root's main and the site bases; now there is
+none, the site bases and the root's main are bound at load time), `link`, `pch` (the precompiled runtime header, once per configuration),
 `runtime` (nx_runtime.c, once per configuration). The last line is the
 Python side of the build (planning, emitting, the cache), without the front
 end. Gates run serially, so the figures are per compiler process, not what

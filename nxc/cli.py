@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
         if name == "emit-c":
             _add_unchecked(e)       # by default the checked C that nxc run builds
             e.add_argument("--object", action="store_true",
-                           help="only FILE's own functions, as the object a gate links (docs/build.md); "
+                           help="only FILE's own functions and its gate, as the object a gate links (docs/build.md); "
                                 "default: the whole program as one file")
         _add_include(e)
         _add_warn(e)

@@ -36,6 +36,83 @@ void nx_trap(int site, const char *what)
 NX_EXPORT int nxc_trap_site(void) { return nx_trap_at; }
 NX_EXPORT const char *nxc_trap_kind(void) { return nx_trap_what; }
 
+/* ---- the gate's report (nx_runtime.h) ---- */
+NXRT_API int64_t nx_gate_site = -1;
+NXRT_API int64_t nx_gate_captured[NXRT_CAPTURE_SLOTS];
+NXRT_API uint32_t nx_gate_cap_mask;
+
+NX_EXPORT int nxc_gate_site(void) { return (int)nx_gate_site; }
+NX_EXPORT int64_t nxc_gate_captured(int slot)
+{
+    return (slot >= 0 && slot < NXRT_CAPTURE_SLOTS) ? nx_gate_captured[slot] : 0;
+}
+NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
+
+#ifndef NXRT_ONE_FILE
+/* ---- a separately compiled gate: its modules, which main is the gate ----
+   (a single-file build's own nxc_run_main calls its main directly:
+   module.c.j2). More registrations than fit (a link has at most 2047
+   modules: nxc/backend/c/objects.py, MAX_LINKED) are counted, never stored,
+   so the loader sees the count differ and refuses the library. */
+#define NXRT_MAX_MODULES 2048
+static const nxrt_module *nxrt_modules[NXRT_MAX_MODULES];
+static int nxrt_nmodules, nxrt_nbound;
+static int64_t (*nxrt_gate_main)(void);
+
+NXRT_API void nxrt_register_module(const nxrt_module *m)
+{
+    if (nxrt_nmodules < NXRT_MAX_MODULES)
+        nxrt_modules[nxrt_nmodules] = m;
+    nxrt_nmodules++;
+}
+
+/* How many module objects registered; how many were bound. */
+NX_EXPORT int nxc_module_count(void) { return nxrt_nmodules; }
+NX_EXPORT int nxc_modules_bound(void) { return nxrt_nbound; }
+
+/* Module `id` gets site base `base` and, with `root`, its main is the gate.
+   0, or -1: no module registered under that id, or `root` and it has no main. */
+NX_EXPORT int nxc_module_bind(const char *id, int32_t base, int root)
+{
+    int k, n = nxrt_nmodules < NXRT_MAX_MODULES ? nxrt_nmodules : NXRT_MAX_MODULES;
+    for (k = 0; k < n; k++) {
+        const nxrt_module *m = nxrt_modules[k];
+        if (strcmp(m->id, id) != 0)
+            continue;
+        if (root && !m->main)
+            return -1;
+        if (*m->site_base == 0)
+            nxrt_nbound++;
+        *m->site_base = base;
+        if (root)
+            nxrt_gate_main = m->main;
+        return 0;
+    }
+    return -1;
+}
+
+/* Run the gate under a trap handler: 0 (*result is what main returned),
+   1 (a trap: nxc_trap_site, nxc_fault_info), 2 (no gate bound). */
+NX_EXPORT int nxc_run_main(int64_t *result)
+{
+    jmp_buf env;
+    jmp_buf *saved = nx_trap_env;
+    if (!nxrt_gate_main)
+        return 2;
+    nx_trap_env = &env;
+#ifdef NXRT_CHECKED
+    nxrt_stack_reset();
+#endif
+    if (setjmp(env)) {
+        nx_trap_env = saved;
+        return 1;
+    }
+    *result = nxrt_gate_main();
+    nx_trap_env = saved;
+    return 0;
+}
+#endif /* !NXRT_ONE_FILE */
+
 /* ---- reading files ---- */
 
 static FILE **nxrt_file_table(void)

@@ -90,6 +90,32 @@ NXRT_STATE int nx_trap_at;
 NXRT_STATE const char *nx_trap_what;
 NXRT_API __attribute__((noreturn, cold)) void nx_trap(int site, const char *what);
 
+/* The gate's report (written by a module's `main` compiled in gate mode, read
+   by nxc_gate_site/nxc_gate_captured*): the return that fired (its number in
+   its gate), the values of the operands of the `if` guarding it (slots:
+   nxc/lower/guards.py, CAPTURE_SLOTS), which slots the evaluation of that
+   condition reached (&& and || short-circuit). Here, not in a gate's own C,
+   so that a separately compiled gate needs no C file of its own. */
+#define NXRT_CAPTURE_SLOTS 16
+NXRT_STATE int64_t nx_gate_site;
+NXRT_STATE int64_t nx_gate_captured[NXRT_CAPTURE_SLOTS];
+NXRT_STATE uint32_t nx_gate_cap_mask;
+
+#ifndef NXRT_ONE_FILE
+/* A separately compiled gate links one object per module and this runtime's
+   object, and nothing compiled for the gate itself: each module object
+   registers itself when the library is loaded (a constructor), and the
+   loader (nxc/backend/c/backend.py) then gives each its site base (its
+   ordinal in the link << NXRT_SITE_BITS) and names the module whose `main`
+   is the gate (nxc_module_bind). */
+typedef struct nxrt_module {
+    const char *id;             /* the module's C id (emit.module_c_id: its stem and a hash of its path) */
+    int32_t *site_base;         /* the object's site base, set by nxc_module_bind */
+    int64_t (*main)(void);      /* the module's gate, or 0 */
+} nxrt_module;
+NXRT_API void nxrt_register_module(const nxrt_module *m);
+#endif
+
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wfloat-equal"

@@ -16,7 +16,7 @@ from nxc.diagnostics import Diagnostics
 from nxc.syntax.loader import ModuleGraph
 from nxc.check.suggest import suggest_undefined
 from nxc.check.consts import cast_allowed
-from nxc.check.program import Function, GateReturn, Info, Symbol
+from nxc.check.program import Function, Gate, GateReturn, Info, Symbol
 from nxc.check.types import VOID, FuncType, IntType, PointerType, StructType, Type
 
 _NOT_VALUES = (StructType, FuncType)      # types an expression has but a value cannot
@@ -71,13 +71,15 @@ class CheckerBase(ast.NodeVisitor):
         self.struct_order: list[StructType] = []
         self.functions: list[Function] = []
         self.externs: list[Symbol] = []
-        self.gate_returns: list[GateReturn] = []
+        self.gate_returns: list[GateReturn] = []     # the root's gate's returns
+        self.gates: dict[str, Gate] = {}              # module path -> its checked gate
         self.resolving: set[str] = set()
         self.evaluating: set[str] = set()
         # per-function state
         self.func: Function | None = None
         self.scope: Scope | None = None
         self.is_entry = False
+        self.gate: Gate | None = None       # check_body of a module's main: its returns are recorded
         self.loop_depth = 0
         self.declared: set[str] = set()      # check_body: every local and parameter name
         self.taken: set[str] = set()         # check_body: unique names given so far

@@ -70,7 +70,7 @@ class Checker(DeclChecker, StmtChecker, ExprChecker, CallChecker):
                 entry = fn
         self.diags.raise_if_errors()
         return Program(self.graph, self.struct_order, self.const_syms, self.globals_, self.functions,
-                       self.externs, entry, self.gate_returns, self.diags.warnings, self.info)
+                       self.externs, entry, self.gate_returns, self.diags.warnings, self.info, self.gates)
 
 
 def check_program(graph: ModuleGraph, diags: Diagnostics, soft_f32: bool = False,

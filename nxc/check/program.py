@@ -53,7 +53,7 @@ class Info:
         self.types: dict[ast.Node, Type | None] = {}     # expression -> its type
         self.consts: dict[ast.Node, int] = {}            # expression -> its value, when constant
         self.syms: dict[ast.Node, Symbol] = {}           # Name / VarDecl -> its symbol
-        self.sites: dict[ast.Node, int] = {}             # root gate's Return -> its site
+        self.sites: dict[ast.Node, int] = {}             # a gate's Return -> its site in that gate
         self.ty = self.types.get
         self.const = self.consts.get
         self.sym = self.syms.get
@@ -76,10 +76,21 @@ class Function:
 
 @dataclass(eq=False)
 class GateReturn:
-    """One `return` of the root module's gate, so a runner can name it."""
+    """One `return` of a module's gate, so a runner can name it (`site`: its
+    number in that gate, from 0 in the order of the source)."""
     site: int
     node: ast.Return
     guard: ast.Expr | None          # the `if` condition that led to it, if any
+
+
+@dataclass(eq=False)
+class Gate:
+    """A module's gate (`func main() -> i64`) whose body was checked, and its
+    returns. Every module's, not only the root's: a separately compiled gate
+    (nxc/backend/c/objects.py) holds each module's main in that module's own
+    object, which whichever gate first needs it compiles."""
+    fn: Function
+    returns: list[GateReturn]
 
 
 @dataclass(eq=False)
@@ -91,6 +102,9 @@ class Program:
     functions: list[Function]       # every function with a body, minus imported gates
     externs: list[Symbol]
     entry: Function | None          # the root module's `main`, if it has one
-    gate_returns: list[GateReturn]
+    gate_returns: list[GateReturn]  # the root's gate's (`gates[root path].returns`)
     warnings: list = field(default_factory=list)
     info: Info = field(default_factory=Info)
+    # module path -> its gate, for every module whose main's body was checked
+    # (imported modules' gates are not in `functions`: no program calls them)
+    gates: dict[str, Gate] = field(default_factory=dict)

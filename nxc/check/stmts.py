@@ -1,12 +1,12 @@
 """Checker, statements: function bodies, scopes, assignments, returns (and
-the root gate's return sites), and the flow warnings (unreachable code,
+each module gate's return sites), and the flow warnings (unreachable code,
 unused variables) and the missing-return error, which need the same walk."""
 from __future__ import annotations
 
 from nxc.syntax import ast
 from nxc.diagnostics import Diagnostics
 from nxc.check.base import CheckerBase, Scope, kind_word
-from nxc.check.program import Function, GateReturn, Symbol
+from nxc.check.program import Function, Gate, GateReturn, Symbol
 from nxc.check.types import I64, VOID, BoolType, IntType, StructType, Type
 
 
@@ -15,6 +15,13 @@ class StmtChecker(CheckerBase):
         self.func = fn
         self.loop_depth = 0
         self.is_entry = is_entry
+        # Every module's gate records its returns (not only the root's): the
+        # gate is compiled into its module's object, which an importing gate
+        # may be the first to build (nxc/backend/c/objects.py). The root's
+        # list is `gate_returns`, what a runner names a failed check by.
+        self.gate = None
+        if fn.decl.name == "main":
+            self.gate = self.gates[fn.module.source.path] = Gate(fn, self.gate_returns if is_entry else [])
         self.scope = Scope(None)
         # Unique names of locals (Symbol.unique, what both emitters name them
         # by): a shadowing local gets `name_N`, and N is chosen so that no
@@ -31,6 +38,7 @@ class StmtChecker(CheckerBase):
             end = fn.decl.body.end_pos or fn.decl.pos
             self.diags.error(end, f"missing return at the end of '{fn.decl.name}', which returns {fn.ret}")
         self.func = None
+        self.gate = None
 
     def check_block(self, block: ast.Block, new_scope: bool = True, guard: ast.Expr | None = None) -> None:
         if new_scope:
@@ -169,9 +177,10 @@ class StmtChecker(CheckerBase):
         else:
             if self.check_value(s.value, ret) is not None and ret is not None:
                 self.coerce(s.value, ret, "the returned value")
-        if self.is_entry:
-            site = self.info.sites[s] = len(self.gate_returns)
-            self.gate_returns.append(GateReturn(site, s, guard))
+        if self.gate is not None:
+            returns = self.gate.returns
+            site = self.info.sites[s] = len(returns)
+            returns.append(GateReturn(site, s, guard))
 
     def visit_ExprStmt(self, s: ast.ExprStmt, guard=None) -> None:
         e = s.expr

@@ -2,7 +2,7 @@
 
 A body edit of a module that hundreds of gates import leaves each of them
 with the same root, the same interfaces, the same verdicts and the same
-entry; only the edited module's object is new. The full path (check_unit,
+link plan; only the edited module's object is new. The full path (check_unit,
 then LinkedC) would still parse and check each gate's closure and emit its
 main before finding that. Here the worker takes, for a unit the runner sent
 with the module index's view of its closure (Unit.indexed: source digests,
@@ -15,7 +15,7 @@ checker interface digests, resolved imports):
    interface digest the runner's index does not have yet (edited this
    run, checked by another worker since) is looked up in the index on disk;
 2. the link, from records (nxc/backend/c/recorded.py): object keys,
-   objects, the entry's object, the link key;
+   objects, the binding (site bases, the root's main), the link key;
 3. the result cache under the same key as the full path's; else link (if
    the library is not cached) and run `main` in a child, as run_gate does.
 
@@ -57,7 +57,8 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c.closure import closure_orders
     from nxc.backend.c.faults import read_mirror, stack_from
     from nxc.backend.c import objects
-    from nxc.backend.c.emit import GATE_CDEF
+    from nxc.backend.c.backend import bind_linked
+    from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
     from nxc.backend.c.recorded import plan_from_records
     from nxc.cache import stamped
     from nxc.gates import results_cache
@@ -92,7 +93,8 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         relinked = not (os.path.exists(target) and stamped(target))
         if relinked:
             objects.link_library(target, link.objects, options.opt)
-        lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF)))
+        lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF + LINK_CDEF)))
+        bind_linked(lib, link.binding)          # the site bases, the root's main (objects.Binding)
         r.build_seconds, r.build_cached, r.relinked = time.perf_counter() - t0, not relinked, relinked
 
         # Checked C mirrors its .nx stack into a page shared with us, read if

@@ -3,9 +3,13 @@
 Each emitter used to re-derive these facts from the tree; now they are
 worked out here, once per function, and both read the same answers:
 
-- the capture plan of the root gate (nxc/lower/guards.py): which operands of
-  each guarded `return` get a value slot, and whether `&&` / `||` may skip
-  some of them (then their slots start empty);
+- the capture plan of each module's gate (nxc/lower/guards.py): which
+  operands of each guarded `return` get a value slot, and whether `&&` / `||`
+  may skip some of them (then their slots start empty). Every checked gate,
+  not only the root's: a separately compiled gate holds each module's main in
+  that module's object (nxc/backend/c/objects.py), and an importing gate may
+  be the one that compiles it. A gate's plan depends on its own body only, so
+  it is the same in every program that checked it;
 - evaluation order (`EvalOrder`): whether an expression may call something
   with side effects, and whether its value is stable across such a call.
   C leaves operand order unspecified, so the C emitter stores an earlier
@@ -40,7 +44,7 @@ class GuardPlan:
 @dataclass
 class FunctionPlan:
     fn: Function
-    # The root gate only: recorded operand -> its slot, guard -> its plan,
+    # A gate only: recorded operand -> its slot, guard -> its plan,
     # gate return site -> the slots its guard fills.
     capture_slot: dict[ast.Expr, int] = field(default_factory=dict)
     guards: dict[ast.Expr, GuardPlan] = field(default_factory=dict)
@@ -76,7 +80,7 @@ class ProgramPlan:
     program: Program
     order: EvalOrder
     functions: dict[Function, FunctionPlan]
-    # gate return site -> the guard operands its gate records
+    # the root's gate return site -> the guard operands its gate records
     captures: dict[int, list[CapturedOperand]]
 
 
@@ -94,14 +98,20 @@ def _plan(program: Program) -> ProgramPlan:
     info = program.info
     functions = {}
     captures: dict[int, list[CapturedOperand]] = {}
-    for fn in checked_functions(program):   # a body not checked here is never emitted from this program
+    gates = {id(g.fn): g for g in program.gates.values()}
+    # A body not checked here is never emitted from this program; imported
+    # gates are not among the functions (no program calls them), but each is
+    # emitted into its module's own object.
+    imported_gates = [g.fn for g in program.gates.values() if g.fn is not program.entry]
+    for fn in [*checked_functions(program), *imported_gates]:
         fp = FunctionPlan(fn)
         for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
             inc = counter_increment(loop, info)
             if inc is not None:
                 fp.no_wrap.add(inc)
-        if fn is program.entry:
-            for gr in program.gate_returns:
+        gate = gates.get(id(fn))
+        if gate is not None:
+            for gr in gate.returns:
                 pairs = plan_captures(gr.guard, info)
                 if not pairs:
                     continue
@@ -110,7 +120,8 @@ def _plan(program: Program) -> ProgramPlan:
                 fp.site_slots[gr.site] = slots
                 for e, op in pairs:
                     fp.capture_slot[e] = op.slot
-                captures[gr.site] = [op for _, op in pairs]
+                if fn is program.entry:
+                    captures[gr.site] = [op for _, op in pairs]
         functions[fn] = fp
     return ProgramPlan(program, EvalOrder(info), functions, captures)
 

@@ -26,15 +26,6 @@ static inline _Bool nx_load_bool(const void *p)
     return *(const unsigned char *)p != 0;
 }
 
-/* ---- the gate's report ----
- * The return that fired, the values of the operands of the `if` guarding it
- * (slot order is in EmittedC.captures), and which slots the evaluation of
- * that condition reached (&& and || short-circuit). Traps (nx_trap) are the
- * runtime's: nx_runtime.c. */
-static int64_t nx_gate_site = -1;
-static int64_t nx_gate_captured[16];
-static uint32_t nx_gate_cap_mask;
-
 /* ---- integer division: trap on zero; MIN / -1 wraps, MIN % -1 is 0 ---- */
 static inline int8_t nx_div_i8(int8_t a, int8_t b, int site)
 {
@@ -215,7 +206,8 @@ static int64_t nxf_main(void)
     { int64_t nx_r = INT64_C(0); nx_gate_site = 3; nxrt_leave(); return nx_r; }
 }
 
-/* ---- exported entry points: run under a trap handler ---- */
+/* ---- exported entry points: run under a trap handler ----
+ * (the gate's report, the faults and the stack are the runtime's: nx_runtime.c) */
 #define NX_GUARDED(call) do { \
         jmp_buf env; jmp_buf *saved = nx_trap_env; \
         nx_trap_env = &env; \
@@ -235,12 +227,6 @@ NX_EXPORT int nxc_run_main(int64_t *result)
 {
     NX_GUARDED(*result = nxf_main());
 }
-NX_EXPORT int nxc_gate_site(void) { return (int)nx_gate_site; }
-NX_EXPORT int64_t nxc_gate_captured(int slot)
-{
-    return (slot >= 0 && slot < 16) ? nx_gate_captured[slot] : 0;
-}
-NX_EXPORT uint32_t nxc_gate_captured_mask(void) { return nx_gate_cap_mask; }
 NX_EXPORT int nxw_add(void * a0, int64_t a1)
 {
     NX_GUARDED(nxf_add((struct nxs_Acc *)a0, (int64_t)a1));

@@ -77,6 +77,20 @@ class CBackend(base.Backend):
         objects.toolchain_digest()
 
 
+def bind_linked(lib, binding: "objects.Binding") -> None:
+    """A linked gate's per-gate part, set before anything runs: each module
+    object's site base and which module's main is the gate (nothing of it is
+    compiled: nx_runtime.c, nxc_module_bind). Binding the same library again
+    (loaded twice in one process) sets the same values."""
+    failed = [m for m, base in binding.bases
+              if lib.nxc_module_bind(m.encode("utf-8"), base, int(m == binding.root)) != 0]
+    count, bound = lib.nxc_module_count(), lib.nxc_modules_bound()
+    if failed or count != len(binding.bases) or bound != count:
+        raise c_build.BuildError(f"a gate's library does not hold the modules its link planned (this is a bug "
+                                 f"in nxc): {count} registered, {bound} of {len(binding.bases)} bound"
+                                 + (f", not found: {', '.join(failed[:5])}" if failed else ""))
+
+
 class CLoaded(base.Loaded):
     name = "c"
 
@@ -84,8 +98,13 @@ class CLoaded(base.Loaded):
         super().__init__(program, emitted, built)
         self.lib, self.ffi = c_build.load(built)
         self.checked = bool(getattr(emitted, "checked", False))
+        if isinstance(built, objects.Linked):
+            self._bind(emitted.binding)
         self._page = None               # the shadow stack shared with a gate's child
         self._arg_names: list[str] = []
+
+    def _bind(self, binding: "objects.Binding") -> None:
+        bind_linked(self.lib, binding)
 
     # ---- faults and the stack ----
     def _fault(self):

@@ -816,21 +816,23 @@ def is_copied_into_importers(fn: Function, program: Program) -> bool:
 _COPIED: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
-def signature(fn: Function, linkage: str = "static") -> str:
+def signature(fn: Function, linkage: str = "static", name: str | None = None) -> str:
     """The C declarator of `fn`. linkage "static": a single-file build, or a
     copy in an importer; "module": defined in its module's object for the
     other objects of the link (hidden: -fvisibility=hidden); "extern": the
-    prototype an importer calls it through."""
+    prototype an importer calls it through. `name`: the C name (default
+    nxf_ and the nx name)."""
     params = ", ".join(f"{c_type(p.type)} l_{p.unique}" for p in fn.params) or "void"
+    name = name or f"nxf_{fn.decl.name}"
     if linkage == "extern":
-        return f"{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
+        return f"{c_type(fn.ret)} {name}({params})"
     # A straight-line function (nx_f32_exp_lanes, the bit helpers) is `inline`: a loop that
     # calls it can only be vectorized once it is inlined, and GCC's -O2 inliner leaves such a
     # call out of line ("call is cold") without the hint. In a module's object the definition
     # stays external (C11 6.7.4: a file-scope declaration without `inline` precedes it).
     inline = "inline " if is_straight_line(fn) else ""
     storage = "static " if linkage == "static" else ""
-    return f"{storage}{inline}{c_type(fn.ret)} nxf_{fn.decl.name}({params})"
+    return f"{storage}{inline}{c_type(fn.ret)} {name}({params})"
 
 
 # The entry points a gate run needs (loaded with cffi's dlopen: see build_c),
@@ -844,6 +846,10 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int nxc_buf_register(void *p, int64_t nbytes, int arg);", "void nxc_buf_clear(void);",
              "int nxc_probe(void *p, int64_t size, int64_t align);")
 FAULT_INFO_WORDS = 10
+# ... and those a separately compiled gate's loader binds its modules with
+# (runtime/nx_runtime.c: only in a linked library, never a single file's).
+LINK_CDEF = ("int nxc_module_count(void);", "int nxc_modules_bound(void);",
+             "int nxc_module_bind(const char *id, int32_t base, int root);")
 
 
 _INT_TYPES = [("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t", 16, True),
@@ -853,15 +859,23 @@ _INT_TYPES = [("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t
 
 
 def _function_entry(program: Program, fn: Function, sites: list[Site], *, checked: bool, unbox_f32: bool,
-                    linkage: str = "static", site_macro: bool = False) -> dict:
-    """The template's record of one function: its declarator, prototype and body."""
+                    linkage: str = "static", site_macro: bool = False, name: str | None = None) -> dict:
+    """The template's record of one function: its declarator, prototype and
+    body (`name`: its C name, when not nxf_ and its nx name)."""
     fx = effects_of(program, checked)
-    body = FunctionEmitter(program, fn, sites, gate=fn is program.entry, unbox_f32=unbox_f32,
+    body = FunctionEmitter(program, fn, sites, gate=is_gate(program, fn), unbox_f32=unbox_f32,
                            checked=checked, may_unmap=fx.may_unmap, memory_free=fx.memory_free, silent=fx.silent,
                            site_macro=site_macro).body()
-    sig = signature(fn, linkage)
-    return {"signature": sig, "prototype": signature(fn, "extern") if linkage == "module" else sig,
+    sig = signature(fn, linkage, name)
+    return {"signature": sig, "prototype": signature(fn, "extern", name) if linkage == "module" else sig,
             "body": body, "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)}
+
+
+def is_gate(program: Program, fn: Function) -> bool:
+    """`fn` is a module's gate whose body `program` checked (the root's, or in a
+    module's own object an imported module's): its returns set the report."""
+    gate = program.gates.get(fn.module.source.path)
+    return gate is not None and gate.fn is fn
 
 
 def _struct_entry(st) -> dict:
@@ -875,12 +889,12 @@ def _global_entry(sym, value: int, storage: str = "static ") -> dict:
 
 def _render(program: Program, *, unit: str, about: str, functions: list, sites: list, checked: bool,
             structs: list, globals_: list, extern_globals: list = (), imported: list = (),
-            site_base: str | None = None, site_bases: list = ()) -> str:
+            module_id: str = "", gate: str | None = None) -> str:
     return template("module.c.j2").render(
         version=__version__, root=comment_text(os.path.basename(about)), unit=unit, structs=structs,
         globals=globals_, extern_globals=extern_globals, imported=imported, functions=functions,
-        has_entry=program.entry is not None, site_base=site_base, site_bases=site_bases,
-        site_count=max(len(sites), 1), capture_slots=CAPTURE_SLOTS, checked=checked, fault_words=FAULT_INFO_WORDS,
+        has_entry=program.entry is not None, module_id=module_id, gate=gate,
+        site_count=max(len(sites), 1), checked=checked, fault_words=FAULT_INFO_WORDS,
         int_types=_INT_TYPES)
 
 
@@ -937,21 +951,32 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     return bare.only(bare.wrappers)
 
 
-# ---- separate compilation: one C file per module, and a gate's entry ----
+# ---- separate compilation: one C file per module ----
 @dataclass
 class UnitC:
-    """One translation unit of a separately compiled gate: its C text and its
-    sites, numbered from 0 (a module's; its ordinal in the link is added at
-    run time) or the entry's (ordinal 0)."""
+    """One translation unit of a separately compiled gate (a module's object):
+    its C text and its sites, numbered from 0 (its ordinal in the link is
+    added at run time)."""
     text: str
     sites: list[Site]
 
 
-def site_base_symbol(module: ast.Module) -> str:
-    """The C name of a module's site base, unique per module path."""
-    path = module.source.path
+def module_c_id(module: ast.Module) -> str:
+    """A module's id in C, unique per module path: its object registers under
+    it (nx_runtime.h, nxrt_module), and its gate is nxm_main_<id>."""
+    return module_c_id_of(module.source.path)
+
+
+def module_c_id_of(path: str) -> str:
+    """module_c_id of the module at real path `path`."""
     stem = "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])[:40]
-    return f"nxm_sb_{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+    return f"{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
+
+
+def gate_symbol(module: ast.Module) -> str:
+    """The C name of a module's gate in its object (nx names are one namespace,
+    but every module may have its own `main`)."""
+    return "nxm_main_" + module_c_id(module)
 
 
 def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module]):
@@ -1009,19 +1034,27 @@ def _in_dependency_order(structs: list, position) -> list:
 @deep
 def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module], *, checked: bool = False,
                   unbox_f32: bool = True) -> UnitC:
-    """The C file of one module's own functions (its gate excluded: that is the
-    entry's), for an object that every gate importing the module links.
+    """The C file of one module's own functions and its gate (its `main`, if
+    any, in gate mode, as `gate_symbol(module)`), for an object that every
+    gate importing the module links; the module's gate runs when the module is
+    the root (the loader says so: nx_runtime.c, nxc_module_bind).
 
     `closure`: the module's import closure, dependencies first (nxc/backend/c/
     closure.py). The text depends only on the module and that closure, never
-    on the gate that links it: sites are module-local (NX_SITE), structs and
-    globals are those of the closure, in its order."""
+    on the gate that links it: sites and gate return numbers are module-local
+    (NX_SITE; GateReturn.site), structs and globals are those of the closure,
+    in its order. `program` must have checked the module's main if it has one
+    (program.gates)."""
+    gate = program.gates.get(module.source.path)
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
-    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
+    mains = [gate.fn] if gate is not None else []
+    copied, imported, structs, paths, position = _unit_parts(program, own + mains, closure)
     sites: list[Site] = []
     options = dict(checked=checked, unbox_f32=unbox_f32, site_macro=True)
     functions = ([_function_entry(program, fn, sites, **options) for fn in copied]
-                 + [_function_entry(program, fn, sites, linkage="module", **options) for fn in own])
+                 + [_function_entry(program, fn, sites, linkage="module", **options) for fn in own]
+                 + [_function_entry(program, fn, sites, linkage="module", name=gate_symbol(module), **options)
+                    for fn in mains])
     mine = [(sym, value) for sym, value in program.globals if sym.module is module]
     others = sorted(((sym, value) for sym, value in program.globals
                      if sym.module is not module and sym.pos.file.path in paths), key=lambda g: position(g[0].pos))
@@ -1029,29 +1062,7 @@ def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module
                    checked=checked, structs=[_struct_entry(st) for st in structs],
                    globals_=[_global_entry(sym, value, "") for sym, value in mine],
                    extern_globals=[_global_entry(sym, value, "") for sym, value in others],
-                   imported=imported, site_base=site_base_symbol(module))
-    return UnitC(text, sites)
-
-
-@deep
-def emit_entry_c(program: Program, closure: list[ast.Module], site_bases: list[tuple[str, int]], *,
-                 checked: bool = False, unbox_f32: bool = True) -> UnitC:
-    """A gate's entry: the root's main (if any) with the imported helpers it
-    copies, the gate's report and the entry points cffi opens, and
-    `site_bases` ((symbol, value) of every module object of the link). Its
-    sites have ordinal 0. (The root module's other functions are in the
-    root's module object.)"""
-    root = program.graph.root
-    own = [program.entry] if program.entry is not None else []
-    copied, imported, structs, paths, position = _unit_parts(program, own, closure)
-    sites: list[Site] = []
-    options = dict(checked=checked, unbox_f32=unbox_f32)
-    functions = [_function_entry(program, fn, sites, **options) for fn in copied + own]
-    others = sorted(program.globals, key=lambda g: position(g[0].pos))
-    text = _render(program, unit="entry", about=root.source.path, functions=functions, sites=sites,
-                   checked=checked, structs=[_struct_entry(st) for st in structs], globals_=[],
-                   extern_globals=[_global_entry(sym, value, "") for sym, value in others],
-                   imported=imported, site_bases=site_bases)
+                   imported=imported, module_id=module_c_id(module), gate=gate_symbol(module) if mains else None)
     return UnitC(text, sites)
 
 

@@ -8,19 +8,22 @@ A gate's shared library is linked from
   its import closure, and the build configuration (nxc's code, compiler,
   flags, checked or not, the runtime's text). A module whose key is in the
   cache is neither emitted nor compiled;
-- the runtime's object (runtime/nx_runtime.c), one per configuration;
-- the gate's entry (emit.emit_entry_c: the root's main, the entry points,
-  each module's site base), an object keyed by its own text.
+- the runtime's object (runtime/nx_runtime.c), one per configuration,
+  which holds the gate's report and the entry points cffi opens;
+and nothing compiled for the gate itself: each module's object holds the
+module's own `main` (its gate, in gate mode), and what is per gate (each
+module's site base, which module's main is the gate: `Binding`) is set when
+the library is loaded (nxc/backend/c/backend.py), not compiled.
 The library is cached in `$NXC_CACHE_DIR/c/` by `link_key` (the objects'
-keys, the entry's text, the flags and the linker) like any build
-(nxc/backend/c/build.py). Module objects and entries are compiled against
+keys, the binding, the flags and the linker) like any build
+(nxc/backend/c/build.py). Module objects are compiled against
 a precompiled nx_runtime.h of their configuration (GCC: `ensure_pch`), and
 linked with gold when the compiler can (`link_flags`); docs/build.md says
 what each saves.
 
 Run-time error sites are module-local: a site id is (ordinal << 20) | local
-index, where a module's ordinal is its place in the link (the entry defines
-`nxm_sb_*`) and the entry's own sites have ordinal 0. A module's object
+index, where a module's ordinal is its place in the link, from 1 (set at load
+time: `Binding`). A module's object
 therefore does not depend on which gate links it; its site table (what
 each local index names) is kept beside the object, read only to word a
 fault or a stack.
@@ -48,8 +51,8 @@ from functools import lru_cache
 from nxc import __version__
 from nxc.backend.c import build as c_build
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, effects_of, emit_c, emit_entry_c, emit_module_c,
-                                interface_text, is_copied_into_importers, site_base_symbol)
+from nxc.backend.c.emit import (GATE_CDEF, LINK_CDEF, Site, UnitC, effects_of, emit_c, emit_module_c,
+                                interface_text, is_copied_into_importers, module_c_id, module_c_id_of)
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
@@ -60,6 +63,7 @@ from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
 from nxc.paths import runtime_dir
+from nxc.syntax import ast
 
 SITE_BITS = 20                  # NXRT_SITE_BITS in runtime/nx_runtime.h
 MAX_LINKED = (1 << (31 - SITE_BITS)) - 1     # module ordinals that fit a positive int32 site id
@@ -131,10 +135,11 @@ def object_key(module_source_digest: str, closure_digest: str, config: str) -> s
     return _digest("object", module_source_digest, closure_digest, config)[:32]
 
 
-def link_key(object_keys: list[str], runtime_key: str, entry_key: str, opt: str) -> str:
-    """The key of a gate's library: what it links, in link order, and how
-    (entry_key: the key of the entry's object, a digest of its text)."""
-    return _digest("link", runtime_key, entry_key, " ".join([*c_build.flags_for(opt), *link_flags()]),
+def link_key(object_keys: list[str], runtime_key: str, binding_text: str, opt: str) -> str:
+    """The key of a gate's library: what it links, in link order, how, and
+    what its loader binds (`Binding.text`: one library per gate, although the
+    binding is not in the library's bytes)."""
+    return _digest("link", runtime_key, binding_text, " ".join([*c_build.flags_for(opt), *link_flags()]),
                    *object_keys)[:24]
 
 
@@ -144,9 +149,23 @@ def object_flags(opt: str) -> list[str]:
 
 
 # ---- the plan of one gate's link ----
+@dataclass(frozen=True)
+class Binding:
+    """What is per gate in a linked library, given to it when it is loaded
+    (runtime/nx_runtime.c, nxc_module_bind) rather than compiled: each module
+    object's site base (its ordinal in the link << SITE_BITS), and the module
+    whose `main` is the gate (None: the root has none)."""
+    bases: tuple        # ((module_c_id, site base), ...), in link order
+    root: str | None
+
+    @property
+    def text(self) -> str:
+        return "\n".join([f"root {self.root}", *(f"{m} {b}" for m, b in self.bases)])
+
+
 class LinkedC(CapturesMixin):
     """What a gate links, computed from the checked program without emitting
-    any module's C: each module's key, the entry's C (small: the root's main),
+    any module's C: each module's key, the binding (site bases, the gate),
     the link's key. `whole()` is the single-file program (the Python API)."""
 
     def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
@@ -189,7 +208,7 @@ class LinkedC(CapturesMixin):
         return interfaces_digest(self.interface_digest(m) for m in closure[:-1])
 
     def plan(self, opt: str | None = None):
-        """(units, entry, runtime key, link key) for build configuration `opt`."""
+        """(units, binding, runtime key, link key) for build configuration `opt`."""
         if opt is not None and opt != self.opt:
             self.opt, self._planned, self._sites = opt, None, None
             self.keys = {}                  # keys of the old configuration
@@ -250,7 +269,7 @@ class LinkedC(CapturesMixin):
         self.program = bodies.program
 
     def _check_copies(self, own: list, module=None) -> None:
-        """Before emitting `own` (functions of `module`, or the entry): check
+        """Before emitting `own` (functions of `module`, or its gate): check
         `module`'s bodies and those of every function the C copies in
         (emit.is_copied_into_importers, transitively), if not yet."""
         bodies = self.bodies
@@ -285,16 +304,17 @@ class LinkedC(CapturesMixin):
                 break
         self.program = bodies.program
 
-    @deep       # interface_text and the entry walk the AST recursively
+    @deep       # interface_text walks the AST recursively
     def _plan(self):
         config = build_config_text(self.checked, self.opt, self.unbox_f32)
         if self.bodies is not None:
             self._interfaces_from_records(config)
-            self._check_copies([self.program.entry] if self.program.entry is not None else [])
         program = self.program
         units = []
+        # Each module's gate is in its own object: a module with only a main has one too.
         compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
-                    | {id(sym.module) for sym, _ in program.globals})
+                    | {id(sym.module) for sym, _ in program.globals}
+                    | {id(m) for m in program.graph.modules if _has_gate(m)})
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
@@ -302,13 +322,12 @@ class LinkedC(CapturesMixin):
         if len(units) > MAX_LINKED:
             raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
                                      f"({len(units)} here)")
-        bases = [(site_base_symbol(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)]
-        entry = emit_entry_c(program, import_closure(program, program.graph.root), bases,
-                             checked=self.checked, unbox_f32=self.unbox_f32)
-        self._key_of(program.graph.root, config)       # the gate record's key (gate_record)
+        root = program.graph.root
+        binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)),
+                          module_c_id(root) if _has_gate(root) else None)
+        self._key_of(root, config)       # the gate record's key (gate_record)
         rt = runtime_key(self.checked, self.opt)
-        return units, entry, rt, link_key([u.key for u in units], rt, entry_key(entry.text, self.checked, self.opt),
-                                          self.opt)
+        return units, binding, rt, link_key([u.key for u in units], rt, binding.text, self.opt)
 
     def _closure_of(self, module) -> list:
         p = module.source.path
@@ -325,15 +344,17 @@ class LinkedC(CapturesMixin):
     def gate_record(self) -> tuple[str, dict]:
         """(key, record) of what this gate's link is made of, beyond its
         modules' own keys (read by nxc/backend/c/recorded.py): the modules
-        whose objects it links, in link order, the entry's object key, the
-        graph's module order (the order of the gate's warnings). Keyed by the
-        root's object key, which covers the root's source and the interfaces
-        of its closure, so all three are the same for every gate of that key."""
-        units, entry, _, _ = self.plan()
+        whose objects it links, in link order, the module whose main is the
+        gate (its C id, or None), the graph's module order (the order of the
+        gate's warnings). Keyed by the root's object key, which covers the
+        root's source and the interfaces of its closure, so all three are the
+        same for every gate of that key. The binding follows from the first
+        two (`binding_of`)."""
+        units, binding, _, _ = self.plan()
         root = self.program.graph.root
         return self.keys[root.source.path], {
             "units": [u.module.source.path for u in units],
-            "entry": entry_key(entry.text, self.checked, self.opt),
+            "gate": binding.root,
             "modules": [m.source.path for m in self.program.graph.modules]}
 
     @property
@@ -341,7 +362,7 @@ class LinkedC(CapturesMixin):
         return self.plan()[0]
 
     @property
-    def entry(self) -> UnitC:
+    def binding(self) -> Binding:
         return self.plan()[1]
 
     @property
@@ -350,12 +371,12 @@ class LinkedC(CapturesMixin):
 
     @property
     def sites(self) -> SiteTable:
-        """Every site of the link by id: the entry's, then each module's (read
-        from beside its object when first asked for)."""
+        """Every site of the link by id: each module's (read from beside its
+        object when first asked for)."""
         table = self._sites
         if table is None:
             loaders = {k + 1: (lambda u=u: self.module_sites(u)) for k, u in enumerate(self.units)}
-            table = self._sites = SiteTable(self.entry.sites, loaders, SITE_BITS)
+            table = self._sites = SiteTable([], loaders, SITE_BITS)      # ordinal 0: no unit
         return table
 
     def module_sites(self, unit: "ModuleUnit") -> list[Site]:
@@ -365,9 +386,12 @@ class LinkedC(CapturesMixin):
         return found
 
     def emit_unit(self, unit: "ModuleUnit") -> UnitC:
-        if self.bodies is not None:             # its bodies (and its copies') checked first
+        if self.bodies is not None:             # its bodies, its gate's (and its copies') checked first
             self._check_copies([fn for fn in self.program.functions
                                 if fn.module is unit.module and fn is not self.program.entry], unit.module)
+            gate = self.program.gates.get(unit.module.source.path)
+            if gate is not None:
+                self._check_copies([gate.fn])
         return emit_module_c(self.program, unit.module, unit.closure, checked=self.checked,
                              unbox_f32=self.unbox_f32)
 
@@ -435,11 +459,17 @@ def read_gate_record(root_key: str) -> dict | None:
     """The gate record (LinkedC.gate_record) kept under the root's object key."""
     name = "g-" + root_key
     data = read_sealed_json(os.path.join(_records_dir(), name + ".json"), "records/" + name, touch=True)
-    if not (isinstance(data, dict) and isinstance(data.get("entry"), str)
+    if not (isinstance(data, dict) and "gate" in data and (data["gate"] is None or isinstance(data["gate"], str))
             and all(isinstance(data.get(k), list) and all(isinstance(p, str) for p in data[k])
                     for k in ("units", "modules"))):
         return None
     return data
+
+
+def binding_of(units: list[str], gate: str | None) -> Binding:
+    """The Binding of a link of the modules `units` (real paths, in link
+    order) whose gate is module C id `gate` (None: the root has none)."""
+    return Binding(tuple((module_c_id_of(p), (k + 1) << SITE_BITS) for k, p in enumerate(units)), gate)
 
 
 def write_gate_record(root_key: str, record: dict) -> None:
@@ -460,6 +490,12 @@ def _pruned_records() -> None:
     if prune_due(_record_writes):
         prune_least_recent(_records_dir(), scaled_bound(MAX_OBJECTS),
                            lambda name: name.endswith(".json") and not name.startswith("."))
+
+
+def _has_gate(module) -> bool:
+    """The module declares a gate (`func main`), checked or not in this program."""
+    return any(isinstance(item, ast.FuncDecl) and item.name == "main" and not item.is_extern
+               for item in module.items)
 
 
 @dataclass
@@ -717,11 +753,6 @@ def _pruned_after_write() -> None:
                     os.remove(os.path.join(folder, name))
 
 
-def entry_key(text: str, checked: bool, opt: str) -> str:
-    """The key of a gate entry's object: its C text and the configuration."""
-    return "en-" + _digest("entry", text, build_config_text(checked, opt))[:32]
-
-
 def runtime_key(checked: bool, opt: str) -> str:
     return "rt-" + _digest("runtime", build_config_text(checked, opt))[:24]
 
@@ -762,9 +793,9 @@ def build_gate(linked: LinkedC, opt: str = "2", use_cache: bool = True) -> Linke
 
 def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     start = time.perf_counter()
-    units, entry, _, key = linked.plan(opt)
+    units, _, _, key = linked.plan(opt)
     target, name = library_path(key)
-    cdef = "\n".join(GATE_CDEF)
+    cdef = "\n".join(GATE_CDEF + LINK_CDEF)
     if use_cache and os.path.exists(target):
         if stamped(target):
             with contextlib.suppress(OSError):
@@ -779,12 +810,11 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         if compiled:
             recompiled.append(unit.module.source.path)
     runtime, _ = ensure_runtime(linked.checked, opt, use_cache)
-    # The entry is an object too, keyed by its text: after a body edit of an
-    # imported module the entry is the same (same main, same site bases), so
-    # linking again is the linker alone.
-    entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache,
-                                    linked.checked)
-    link_library(target, [entry_object, *objects, runtime], opt)
+    # Nothing is compiled for the gate itself: its main is in its module's
+    # object, the entry points are the runtime's, and the site bases and which
+    # main runs are set when the library is loaded (Binding). After a body edit
+    # of an imported module, linking again is the linker alone.
+    link_library(target, [*objects, runtime], opt)
     if use_cache:
         write_gate_record(*linked.gate_record())
     return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
@@ -797,7 +827,7 @@ def library_path(key: str) -> tuple[str, str]:
 
 
 def link_library(target: str, objects: list[str], opt: str) -> None:
-    """Link `objects` (entry, modules, runtime) into the gate library `target`, atomically."""
+    """Link `objects` (the modules', the runtime's) into the gate library `target`, atomically."""
     folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
     # A file of a name of its own beside the target, renamed into place (a

@@ -1,7 +1,7 @@
 """C backend: a gate's link planned from the cache's records alone.
 
 After a body edit of a module that many gates import, each of those gates
-has the same root, the same interfaces and the same entry as before; only
+has the same root, the same interfaces and the same link plan as before; only
 the edited module's object changed. Its worker would parse and check the
 gate's closure (declarations), the root's bodies, and emit the root's main,
 only to find every object but one already built. This plans the same link
@@ -13,9 +13,10 @@ from what earlier builds left in the cache, without reading any module:
   under its key (`objects.read_record`, written whenever its bodies were
   checked with that key; modules without functions have records too);
 - the gate record kept under the root's key (`LinkedC.gate_record`): which
-  modules the link takes, in order, the entry's object key and the graph's
-  module order. The root's key covers its source and the interfaces of its
-  closure, which is everything the entry and the link's make-up depend on.
+  modules the link takes, in order, whether the root has a gate, and the
+  graph's module order. The root's key covers its source and the interfaces
+  of its closure, which is everything the link's make-up and its binding
+  (site bases, the root's main: set at load time) depend on.
 
 Any record or object missing or damaged gives None, and the caller takes
 the full path, which writes what was missing. The inputs (source digests
@@ -34,16 +35,16 @@ from nxc.backend.c.sites import SiteTable
 @dataclass
 class RecordedLink:
     key: str                # the link key (objects.link_key): the library's name and the build's identity
-    objects: list[str]      # what the linker takes, in order: the entry, the modules, the runtime
+    objects: list[str]      # what the linker takes, in order: the modules, the runtime
     modules: list[str]      # the graph's module order (the gate's warnings are in this order)
     runtime_key: str
-    site_keys: list[str]    # whose site tables the link's site ids index: the entry's (ordinal 0), each unit's
+    site_keys: list[str]    # whose site tables the link's site ids index: each unit's (ordinals from 1)
+    binding: objects.Binding    # given to the library when it is loaded (backend.bind_linked)
 
     def sites(self) -> SiteTable:
         """The link's sites by id, as LinkedC.sites, each table read from beside its object when first asked for."""
-        first = objects.read_sites(self.site_keys[0]) or []
-        loaders = {k: (lambda key=key: objects.read_sites(key) or []) for k, key in enumerate(self.site_keys) if k}
-        return SiteTable(first, loaders, objects.SITE_BITS)
+        loaders = {k: (lambda key=key: objects.read_sites(key) or []) for k, key in enumerate(self.site_keys, 1)}
+        return SiteTable([], loaders, objects.SITE_BITS)
 
 
 # Records are facts about content (a record under an object key says what
@@ -92,11 +93,11 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
     if gate is None or set(gate["modules"]) != set(order) or not set(gate["units"]) <= set(order):
         return None
     linked = [objects.usable_object(keys[p]) for p in gate["units"]]
-    entry = objects.usable_object(gate["entry"])
-    if entry is None or None in linked:
+    if None in linked:
         return None
     runtime, _ = objects.ensure_runtime(checked, opt)
     rt = objects.runtime_key(checked, opt)
-    key = objects.link_key([keys[p] for p in gate["units"]], rt, gate["entry"], opt)
-    return RecordedLink(key, [entry, *linked, runtime], list(gate["modules"]), rt,
-                        [gate["entry"], *(keys[p] for p in gate["units"])])
+    binding = objects.binding_of(gate["units"], gate["gate"])
+    key = objects.link_key([keys[p] for p in gate["units"]], rt, binding.text, opt)
+    return RecordedLink(key, [*linked, runtime], list(gate["modules"]), rt,
+                        [keys[p] for p in gate["units"]], binding)
