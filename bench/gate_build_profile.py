@@ -48,9 +48,9 @@ def main() -> None:
         kinds: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
         real = objects._run_compiler
 
-        def timed(cmd):
+        def timed(cmd, direct=None):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            real(cmd)
+            real(cmd, direct)
             spent = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - _cpu(before)
             if "c-header" in cmd:
                 kind = "pch"
