@@ -71,7 +71,8 @@ def main() -> None:
     ms = lambda a, b: 1000 * (a - b) / n      # noqa: E731
     print(f"worker peak RSS {rss:.0f} MB; per gate run: parent user {ms(self1.ru_utime, self0.ru_utime):.2f} ms "
           f"sys {ms(self1.ru_stime, self0.ru_stime):.2f} ms; child user {ms(kids1.ru_utime, kids0.ru_utime):.2f} ms "
-          f"sys {ms(kids1.ru_stime, kids0.ru_stime):.2f} ms, {(kids1.ru_minflt - kids0.ru_minflt) / n:.0f} minor faults")
+          f"sys {ms(kids1.ru_stime, kids0.ru_stime):.2f} ms, "
+          f"{(kids1.ru_minflt - kids0.ru_minflt) / n:.0f} minor faults")
 
 
 if __name__ == "__main__":

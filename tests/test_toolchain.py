@@ -189,7 +189,8 @@ def test_an_unexpected_probe_keeps_the_driver(fresh, write_nx, monkeypatch, shap
         assert all(direct is not None for direct in links)
     else:
         assert all(direct is None for direct in links)
-    assert all(plan is None for key, plan in toolchain._plans.items() if shape != "no assembler" or key.startswith("cc-"))
+    assert all(plan is None for key, plan in toolchain._plans.items()
+               if shape != "no assembler" or key.startswith("cc-"))
 
 
 @plain_gcc

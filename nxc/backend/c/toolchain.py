@@ -47,7 +47,9 @@ _DRIVER_ENV = ("PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", "GCC_
 _PROBE_C = """\
 static const char nxc_probe_name[] = "probe";
 int nxc_probe_table[4] = {1, 2, 3, 4};
-__attribute__((visibility("default"))) int nxc_probe(int x) { return x * 3 + nxc_probe_table[x & 3] + nxc_probe_name[0]; }
+__attribute__((visibility("default"))) int nxc_probe(int x) {
+    return x * 3 + nxc_probe_table[x & 3] + nxc_probe_name[0];
+}
 """
 # Executables a plain GCC driver is called (cc is usually a link to one).
 _GCC_NAME = re.compile(r"^(?:[\w.-]+-)?gcc(?:-\d+(?:\.\d+)*)?$")
