@@ -226,3 +226,21 @@ def test_a_removed_program_is_probed_again(fresh, monkeypatch):
     monkeypatch.setattr(toolchain, "_probe_compile", lambda *a: probed.append(1) or real(*a))
     assert toolchain.plan_compile(cc, ident, args) == plan
     assert probed == [1]
+
+
+@plain_gcc
+def test_a_plan_is_kept_per_host_cpu(fresh, monkeypatch):
+    """-march=native is expanded by the driver into the host's -m flags: a
+    cache folder shared with another machine must probe again there."""
+    cc = c_build.compiler()
+    ident = c_build.compiler_identity(tuple(cc))
+    args = objects.object_flags("2")            # -march=native
+    here = toolchain.plan_compile(cc, ident, args)
+    assert here is not None and any(a.startswith("-march=") and a != "-march=native" for a in here[0])
+    monkeypatch.setattr(toolchain, "host_cpu", lambda: "vendor_id=elsewhere")
+    probed = []
+    real = toolchain._probe_compile
+    monkeypatch.setattr(toolchain, "_probe_compile", lambda *a: probed.append(1) or real(*a))
+    toolchain.plan_compile(cc, ident, args)
+    assert probed == [1]
+    assert len(os.listdir(fresh / "cache" / "c" / "toolchain")) == 2

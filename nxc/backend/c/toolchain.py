@@ -28,7 +28,8 @@ import subprocess
 import tempfile
 from functools import lru_cache
 
-from nxc.cache import cache_dir, read_sealed_json, write_sealed_json
+from nxc.backend.c.build import host_cpu
+from nxc.cache import cache_dir, prune_least_recent, read_sealed_json, write_sealed_json
 
 # Placeholder paths of the probe: the driver does not look at its inputs for
 # `-###`, and every path it derives from them is recognised by these.
@@ -39,6 +40,9 @@ OBJ = _DIR + "/obj.o"
 LIB = _DIR + "/lib.so"
 # Bump when what a plan holds or how it is used changes.
 PLAN_VERSION = "1"
+# Plans kept (a few per build configuration, each under 4 KB; the
+# precompiled header's folder, in the flags, changes with nxc's code).
+MAX_PLANS = 64
 # The environment variables the GCC driver reads to find its programs.
 _DRIVER_ENV = ("PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH", "GCC_ROOT", "LD_RUN_PATH",
                "CPATH", "C_INCLUDE_PATH", "SOURCE_DATE_EPOCH")
@@ -80,8 +84,11 @@ def _is_plain_gcc(cc: tuple[str, ...]) -> bool:
 
 
 def _plan_key(kind: str, identity: str, template: list[str]) -> str:
+    """The compiler, the flags, what the driver reads from the environment and
+    the host's CPU (the driver turns -march=native into the host's own -m
+    flags: a cache folder shared between machines must not hand them on)."""
     env = [f"{name}={os.environ.get(name, '')}" for name in _DRIVER_ENV]
-    return kind + "-" + _digest(PLAN_VERSION, kind, identity, *env, "\0".join(template))[:24]
+    return kind + "-" + _digest(PLAN_VERSION, kind, identity, host_cpu(), *env, "\0".join(template))[:24]
 
 
 def _plans_dir() -> str:
@@ -101,7 +108,7 @@ def _plan(kind: str, cc: list[str], identity: str, template: list[str], probe):
     if key in _plans:
         return _plans[key]
     path = os.path.join(_plans_dir(), key + ".json")
-    stored = read_sealed_json(path, "toolchain/" + key)
+    stored = read_sealed_json(path, "toolchain/" + key, touch=True)
     if isinstance(stored, dict) and "steps" in stored:
         steps = stored["steps"]
         plan = None if steps is None else [list(s) for s in steps]
@@ -112,7 +119,8 @@ def _plan(kind: str, cc: list[str], identity: str, template: list[str], probe):
         plan = probe()
     except (OSError, subprocess.SubprocessError, ValueError):
         plan = None
-    write_sealed_json(path, "toolchain/" + key, {"steps": plan, "template": template})
+    if write_sealed_json(path, "toolchain/" + key, {"steps": plan, "template": template}):
+        prune_least_recent(_plans_dir(), MAX_PLANS, lambda name: name.endswith(".json"))
     _plans[key] = plan
     return plan
 
