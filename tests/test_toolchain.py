@@ -205,7 +205,7 @@ def test_a_compiler_failure_names_the_driver_command_and_shows_stderr(fresh, mon
     assert "undeclared_name" in message and "error" in message                    # cc1's own stderr
     first = message.splitlines()[1]
     assert first.startswith(c_build.compiler()[0]) and " -c " in first            # the command to run again
-    assert "run without the driver as:" in message and "cc1" in message
+    assert "(run without the driver: failed in " in message and "cc1" in message
     assert not os.path.exists(target)
 
 

@@ -118,7 +118,10 @@ def _plan(kind: str, cc: list[str], identity: str, template: list[str], probe):
     try:
         plan = probe()
     except (OSError, subprocess.SubprocessError, ValueError):
-        plan = None
+        # could not ask (out of processes, a timeout under load): the driver
+        # for this process, and the question again in the next one
+        _plans[key] = None
+        return None
     if write_sealed_json(path, "toolchain/" + key, {"steps": plan, "template": template}):
         prune_least_recent(_plans_dir(), MAX_PLANS, lambda name: name.endswith(".json"))
     _plans[key] = plan
