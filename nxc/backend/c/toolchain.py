@@ -1,14 +1,14 @@
 """C backend, toolchain: GCC's compile and link without the driver.
 
 `gcc -c x.c -o x.o` is three processes (the driver, cc1, as) and a link
-through gcc four (the driver, collect2, ld): the driver and collect2 only
+through gcc three too (the driver, collect2, ld): the driver and collect2 only
 work out the command lines of the others, the same ones every time for a
 given compiler and flags. So nxc asks the driver once (`gcc -### ...`, which
 prints the commands without running them) for a compile and for a link of
 placeholder files, keeps the answer in the cache folder (sealed, keyed by
-the compiler's identity, the flags and the environment the driver reads),
-and from then on runs cc1 and as, or ld, itself: a compile is two processes,
-a link one (docs/build.md, "The compiler").
+the compiler's identity, the flags, the environment the driver reads and
+the host's CPU), and from then on runs cc1 and as, or ld, itself: a compile
+is two processes, a link one (docs/build.md, "No driver").
 
 A probed plan is used only when, at probe time, a small file compiled and
 linked both ways gives byte-identical objects and libraries (tests compare
