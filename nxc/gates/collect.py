@@ -38,6 +38,10 @@ class Unit:
     path: str
     display: str
     items: list             # [Item], one per backend
+    # The module index's view of its import closure, when the runner had one
+    # (nxc/gates/nochange.py): {real path: {"digest", "interface", "imports":
+    # [real paths]}}; lets a worker take the recorded path (recorded_run.py).
+    indexed: dict | None = None
 
 
 

@@ -7,7 +7,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from nxc.gates import execute, nochange, partition, pool, results_cache
+from nxc.gates import execute, nochange, partition, pool, recorded_run, results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_TESTS, EXIT_OK, EXIT_USAGE
@@ -166,7 +166,8 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     try:
         if workers == 1:
             for unit in units:          # in collection order, cached or not (-x stops at the first failure)
-                if not on_results(fast[unit.path] if unit.path in fast else execute.run_unit(unit, options)):
+                if not on_results(fast[unit.path] if unit.path in fast
+                                  else recorded_run.run_unit_recorded_first(unit, options)):
                     break
         elif not on_results([r for u in units for r in fast.get(u.path, [])]):
             pass

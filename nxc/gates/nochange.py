@@ -57,6 +57,10 @@ def _cached_unit(unit: Unit, options: Options, index) -> list[Result] | None:
     if closure is None:
         return None
     digests = {path: entry["digest"] for path, entry in closure.items()}
+    if not extra:       # what the worker's recorded path needs (nxc/gates/recorded_run.py)
+        unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
+                               "imports": [index.resolve(name, path, options.include) for name in entry["imports"]]}
+                        for path, entry in closure.items()}
     results = []
     for n, item in enumerate(unit.items):
         try:

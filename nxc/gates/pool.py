@@ -14,9 +14,10 @@ import signal
 from collections import deque
 
 from nxc.gates.collect import Item
-from nxc.gates.execute import Options, Result, internal_error, run_unit
+from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
+from nxc.gates.recorded_run import run_unit_recorded_first
 
 
 def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) -> None:
@@ -37,7 +38,7 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
         if unit is None:
             return
         try:
-            results = run_unit(unit, options)
+            results = run_unit_recorded_first(unit, options)
         except BaseException as exc:  # noqa: BLE001
             results = [internal_error(Result(it.id, it.display, it.kind, it.backend, Status.INTERNAL_ERROR), exc, 0.0)
                        for it in unit.items]

@@ -63,3 +63,41 @@ def import_closure(program: Program, module: ast.Module) -> list[ast.Module]:
     if soft is not None and soft.source.path not in seen:
         order.insert(0, soft)
     return order
+
+
+
+def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:
+    """import_closure's order from the module index instead of a graph, for
+    `start` and every module it reaches through `imports` ({path: the paths
+    it imports, in its order}): {path: its closure, dependencies first, itself
+    last}; None when a path reached has no entry. (Without --soft-f32: its
+    callers refuse it.) Each order is built from its imports' orders: a
+    depth-first walk from M meets M's imports in turn, and the part of an
+    import's closure it has not met yet comes out in that import's own order
+    (what it met already holds all it reaches)."""
+    if start not in imports:
+        return None
+    orders: dict[str, list[str]] = {}
+    stack = [(start, iter(imports[start]))]
+    walking = {start}
+    while stack:                                # dependencies first, without recursion
+        p, pending = stack[-1]
+        for dep in pending:
+            if dep not in orders:
+                if dep not in imports or dep in walking:
+                    return None                 # unknown, or a cycle: the full path decides
+                walking.add(dep)
+                stack.append((dep, iter(imports[dep])))
+                break
+        else:
+            stack.pop()
+            walking.discard(p)
+            order: list[str] = []
+            seen: set[str] = set()
+            for dep in imports[p]:
+                for q in orders[dep]:
+                    if q not in seen:
+                        seen.add(q)
+                        order.append(q)
+            orders[p] = order + [p]
+    return orders

@@ -54,6 +54,7 @@ from nxc.backend.c.emit import (GATE_CDEF, Site, UnitC, effects_of, emit_c, emit
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
+from nxc.index import source_digest
 from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
                        read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
@@ -100,8 +101,22 @@ def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:
 
 
 def module_source_digest(module) -> str:
-    """A module's own text and path (its #line directives and sites name it)."""
-    return _digest(module.source.path, module.source.text)
+    """A module's own text and path (its #line directives and sites name it),
+    through the module index's digest of the text, so that a key can be
+    computed from the index without reading the file (nxc/backend/c/
+    recorded.py)."""
+    return source_key_digest(module.source.path, source_digest(module.source.text))
+
+
+def source_key_digest(path: str, text_digest: str) -> str:
+    """module_source_digest from a module's real path and nxc.index.source_digest of its text."""
+    return _digest(path, text_digest)
+
+
+def interfaces_digest(interface_digests) -> str:
+    """The closure digest of a module from its imports' interface digests, in
+    import_closure order (what closure_interface_digest computes)."""
+    return _digest(*interface_digests)
 
 
 def closure_source_digest(linked, closure) -> str:
@@ -117,9 +132,10 @@ def object_key(module_source_digest: str, closure_digest: str, config: str) -> s
     return _digest("object", module_source_digest, closure_digest, config)[:32]
 
 
-def link_key(object_keys: list[str], runtime_key: str, entry_text: str, opt: str) -> str:
-    """The key of a gate's library: what it links, in link order, and how."""
-    return _digest("link", runtime_key, entry_text, " ".join([*c_build.flags_for(opt), *link_flags()]),
+def link_key(object_keys: list[str], runtime_key: str, entry_key: str, opt: str) -> str:
+    """The key of a gate's library: what it links, in link order, and how
+    (entry_key: the key of the entry's object, a digest of its text)."""
+    return _digest("link", runtime_key, entry_key, " ".join([*c_build.flags_for(opt), *link_flags()]),
                    *object_keys)[:24]
 
 
@@ -158,6 +174,7 @@ class LinkedC(CapturesMixin):
         # must be emitted after all.
         self.bodies = getattr(program, "bodies", None)
         self._closures: dict[str, list] = {}        # module path -> its import closure
+        self.keys: dict[str, str] = {}              # module path -> its object key (this configuration)
 
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
@@ -170,7 +187,7 @@ class LinkedC(CapturesMixin):
     def closure_interface_digest(self, closure) -> str:
         """The interfaces of every module `closure[-1]` imports (interface_text):
         a body edit of a function that importers do not copy leaves it unchanged."""
-        return _digest(*(self.interface_digest(m) for m in closure[:-1]))
+        return interfaces_digest(self.interface_digest(m) for m in closure[:-1])
 
     def plan(self, opt: str | None = None):
         """(units, entry, runtime key, link key) for build configuration `opt`."""
@@ -202,15 +219,15 @@ class LinkedC(CapturesMixin):
                 if any(d.source.path not in self._interfaces for d in closure[:-1]):
                     later.append(m)
                     continue
-                if p not in with_functions:         # its interface is its declarations': no record needed
-                    ready.append((m, None))
-                    continue
-                key = object_key(module_source_digest(m), self.closure_digest(self, closure), config)
-                record = None if p in bodies.checked else read_record(key)
+                # A module without functions has a record too (its interface
+                # only): a gate's link can then be planned from records alone
+                # (nxc/backend/c/recorded.py).
+                key = self.keys[p] = object_key(module_source_digest(m), self.closure_digest(self, closure), config)
+                record = None if p in bodies.checked and p in with_functions else read_record(key)
                 if record is not None:
                     self._interfaces[p] = record["interface"]
                     bodies.note_record(p, record)
-                elif p in bodies.checked:
+                elif p in bodies.checked or p not in with_functions:
                     ready.append((m, key))
                 else:
                     missing.append((m, key))
@@ -270,18 +287,43 @@ class LinkedC(CapturesMixin):
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
-            p = module.source.path
-            closure = self._closures.get(p) or self._closures.setdefault(p, import_closure(program, module))
-            key = object_key(module_source_digest(module), self.closure_digest(self, closure), config)
-            units.append(ModuleUnit(module, closure, key))
+            units.append(ModuleUnit(module, self._closure_of(module), self._key_of(module, config)))
         if len(units) > MAX_LINKED:
             raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
                                      f"({len(units)} here)")
         bases = [(site_base_symbol(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)]
         entry = emit_entry_c(program, import_closure(program, program.graph.root), bases,
                              checked=self.checked, unbox_f32=self.unbox_f32)
+        self._key_of(program.graph.root, config)       # the gate record's key (gate_record)
         rt = runtime_key(self.checked, self.opt)
-        return units, entry, rt, link_key([u.key for u in units], rt, entry.text, self.opt)
+        return units, entry, rt, link_key([u.key for u in units], rt, entry_key(entry.text, self.checked, self.opt),
+                                          self.opt)
+
+    def _closure_of(self, module) -> list:
+        p = module.source.path
+        return self._closures.get(p) or self._closures.setdefault(p, import_closure(self.program, module))
+
+    def _key_of(self, module, config: str) -> str:
+        p = module.source.path
+        key = self.keys.get(p)
+        if key is None:
+            key = self.keys[p] = object_key(module_source_digest(module),
+                                            self.closure_digest(self, self._closure_of(module)), config)
+        return key
+
+    def gate_record(self) -> tuple[str, dict]:
+        """(key, record) of what this gate's link is made of, beyond its
+        modules' own keys (read by nxc/backend/c/recorded.py): the modules
+        whose objects it links, in link order, the entry's object key, the
+        graph's module order (the order of the gate's warnings). Keyed by the
+        root's object key, which covers the root's source and the interfaces
+        of its closure, so all three are the same for every gate of that key."""
+        units, entry, _, _ = self.plan()
+        root = self.program.graph.root
+        return self.keys[root.source.path], {
+            "units": [u.module.source.path for u in units],
+            "entry": entry_key(entry.text, self.checked, self.opt),
+            "modules": [m.source.path for m in self.program.graph.modules]}
 
     @property
     def units(self) -> list["ModuleUnit"]:
@@ -347,8 +389,10 @@ _RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
 
 def record_of(program, module, digest: str, checked: bool) -> dict:
     """The record of `module` (its bodies checked in `program`)."""
-    fx = effects_of(program, checked)
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
+    if not own:         # its interface only: no effects to compute (nor the program's fixed points)
+        return {"interface": digest, **{k: [] for k in _RECORD_LISTS}}
+    fx = effects_of(program, checked)
     names = [fn.decl.name for fn in own]
     return {"interface": digest,
             "may_unmap": [n for n in names if n in fx.may_unmap],
@@ -368,12 +412,39 @@ def read_record(key: str) -> dict | None:
 
 
 def write_record(key: str, record: dict) -> None:
-    global _record_writes
     path = os.path.join(_records_dir(), key + ".json")
     try:
         write_sealed_json(path, "records/" + key, record, sort_keys=True)
     except OSError:
         return                      # a read-only or full cache: the module is checked again next time
+    _pruned_records()
+
+
+def read_gate_record(root_key: str) -> dict | None:
+    """The gate record (LinkedC.gate_record) kept under the root's object key."""
+    name = "g-" + root_key
+    data = read_sealed_json(os.path.join(_records_dir(), name + ".json"), "records/" + name, touch=True)
+    if not (isinstance(data, dict) and isinstance(data.get("entry"), str)
+            and all(isinstance(data.get(k), list) and all(isinstance(p, str) for p in data[k])
+                    for k in ("units", "modules"))):
+        return None
+    return data
+
+
+def write_gate_record(root_key: str, record: dict) -> None:
+    name = "g-" + root_key
+    path = os.path.join(_records_dir(), name + ".json")
+    if read_gate_record(root_key) == record:
+        return
+    try:
+        write_sealed_json(path, "records/" + name, record, sort_keys=True)
+    except OSError:
+        return                      # the gate takes the full path next time
+    _pruned_records()
+
+
+def _pruned_records() -> None:
+    global _record_writes
     _record_writes += 1
     if prune_due(_record_writes):
         prune_least_recent(_records_dir(), scaled_bound(MAX_OBJECTS),
@@ -693,10 +764,8 @@ def build_gate(linked: LinkedC, opt: str = "2", use_cache: bool = True) -> Linke
 def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     start = time.perf_counter()
     units, entry, _, key = linked.plan(opt)
-    name = f"_nx_{key}"
+    target, name = library_path(key)
     cdef = "\n".join(GATE_CDEF)
-    folder = os.path.join(cache_dir(), "c")
-    target = os.path.join(folder, name + ".so")
     if use_cache and os.path.exists(target):
         if stamped(target):
             with contextlib.suppress(OSError):
@@ -716,18 +785,45 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     # linking again is the linker alone.
     entry_object, _ = ensure_object(entry_key(entry.text, linked.checked, opt), lambda: entry, opt, use_cache,
                                     linked.checked)
+    link_library(target, [entry_object, *objects, runtime], opt)
+    if use_cache:
+        write_gate_record(*linked.gate_record())
+    return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
+
+
+def library_path(key: str) -> tuple[str, str]:
+    """(path, name) of the gate library of link key `key`."""
+    name = f"_nx_{key}"
+    return os.path.join(cache_dir(), "c", name + ".so"), name
+
+
+def link_library(target: str, objects: list[str], opt: str) -> None:
+    """Link `objects` (entry, modules, runtime) into the gate library `target`, atomically."""
+    folder = os.path.dirname(target)
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        out_tmp = os.path.join(tmp, name + ".so")
+    # A file of a name of its own beside the target, renamed into place (a
+    # temporary folder would cost a mkdir and an rmtree per gate).
+    out_tmp = os.path.join(folder, f".build-{os.getpid()}-{os.urandom(6).hex()}-{os.path.basename(target)}")
+    try:
         cc = c_build.compiler()
-        before, inputs = [*c_build.flags_for(opt), *link_flags()], [entry_object, *objects, runtime]
-        cmd = [*cc, *before, *inputs, "-o", out_tmp, "-lm"]
+        before = [*c_build.flags_for(opt), *link_flags()]
+        cmd = [*cc, *before, *objects, "-o", out_tmp, "-lm"]
+        # ld without the driver and collect2 when a probe showed it gives the
+        # driver's very bytes (nxc/backend/c/toolchain.py).
         plan = toolchain.plan_link(cc, c_build.compiler_identity(tuple(cc)), before, ["-lm"])
-        _run_compiler(cmd, None if plan is None else [toolchain.link_command(plan, inputs, out_tmp)])
+        _run_compiler(cmd, None if plan is None else [toolchain.link_command(plan, objects, out_tmp)])
         publish(out_tmp, target)
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(out_tmp)          # (gone already when published)
     global _link_writes
     _link_writes += 1
     if prune_due(_link_writes):
         prune_least_recent(folder, scaled_bound(c_build.MAX_BUILDS),
                            lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
-    return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
+
+
+def usable_object(key: str) -> str | None:
+    """The path of object `key` if it is in the cache, whole and stamped (else None)."""
+    target = os.path.join(objects_dir(), key + ".o")
+    return target if _usable(target, key) else None
