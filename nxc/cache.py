@@ -25,6 +25,8 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
+from collections import OrderedDict
 
 _KEY_FILE = "secret-key"
 _MAC_SIZE = 32
@@ -196,14 +198,89 @@ def publish(built: str, path: str) -> None:
     os.replace(built, path)
 
 
+# ---- what this process verified ----
+# A long-lived process (a worker of `nxc test`, --watch) reads the same
+# entries gate after gate: ~100 stamped objects and records per gate of a
+# large tree. An entry it verified is remembered with the identity of its
+# file (device, inode, size, modification time): nxc only ever replaces an
+# entry by a rename (write_atomically, publish), which makes a new inode, so
+# a changed, removed or replaced file is read and verified again. `mark_used`
+# (recently used, for pruning) changes the time: it notes the new one.
+_VERIFIED_MAX = 8192
+_stamps: "OrderedDict[str, tuple]" = OrderedDict()     # path -> identities of the file and its sidecar
+_sealed: "OrderedDict[str, tuple]" = OrderedDict()     # path -> (identity, name, payload)
+TOUCH_EVERY = 60.0      # seconds (mark_used)
+
+
+def _identity(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(memo: OrderedDict, path: str, value) -> None:
+    memo[path] = value
+    memo.move_to_end(path)
+    while len(memo) > scaled_bound(_VERIFIED_MAX):
+        memo.popitem(last=False)
+
+
+def forget_verified() -> None:
+    """Forget what this process verified (tests; a cache folder swapped under it)."""
+    _stamps.clear()
+    _sealed.clear()
+
+
 def stamped(path: str) -> bool:
-    """Whether `path` is exactly what nxc built under that name."""
+    """Whether `path` is exactly what nxc built under that name (verified once
+    per process and version of the file, see above)."""
+    ident = (_identity(path), _identity(path + SIDECAR))
+    if ident[0] is None or ident[1] is None:
+        _stamps.pop(path, None)
+        return False
+    if _stamps.get(path) == ident:
+        _stamps.move_to_end(path)
+        return True
     try:
         with open(path + SIDECAR, "rb") as f:
             recorded = unseal(os.path.basename(path), f.read())
-        return recorded is not None and hmac.compare_digest(recorded, file_digest(path))
+        ok = recorded is not None and hmac.compare_digest(recorded, file_digest(path))
     except OSError:
-        return False
+        ok = False
+    if ok:
+        # the identities taken before reading: a file replaced meanwhile has
+        # another, so it is verified again next time
+        _remember(_stamps, path, ident)
+    else:
+        _stamps.pop(path, None)
+    return ok
+
+
+def mark_used(path: str, identity: tuple | None = None) -> None:
+    """Mark the entry at `path` recently used (pruned last): its modification
+    time, unless it is already younger than TOUCH_EVERY seconds (pruning goes
+    by the least recent: one touch per entry and minute is enough). What this
+    process verified of it stays verified when it is the same file after.
+    `identity`: the file's, if the caller just took it."""
+    before = identity or _identity(path)
+    if before is None or time.time_ns() - before[3] < TOUCH_EVERY * 1e9:
+        return
+    try:
+        os.utime(path)
+    except OSError:
+        return
+    after = _identity(path)
+    same = after is not None and before[:3] == after[:3]
+    for memo in (_stamps, _sealed):
+        held = memo.get(path)
+        if held is None:
+            continue
+        if same and held[0] == before:
+            memo[path] = (after, *held[1:])
+        else:
+            memo.pop(path, None)
 
 
 def discard(path: str) -> None:
@@ -309,16 +386,31 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
     """The JSON data kept sealed at `path` under `name` (seal); None if it is
     missing, damaged or not sealed by this user's nxc. `touch`: mark it
     recently used (pruned last)."""
-    try:
-        with open(path, "rb") as f:
-            payload = unseal(name, f.read())
-        if payload is None:
-            return None
-        data = json.loads(payload.decode("utf-8", "surrogateescape"))
-        if touch:
-            os.utime(path)
-    except (OSError, ValueError):
+    ident = _identity(path)
+    if ident is None:
+        _sealed.pop(path, None)
         return None
+    held = _sealed.get(path)
+    if held is not None and held[0] == ident and held[1] == name:
+        _sealed.move_to_end(path)       # read and verified before (see stamped): the same payload
+        payload = held[2]
+    else:
+        try:
+            with open(path, "rb") as f:
+                payload = unseal(name, f.read())
+        except OSError:
+            payload = None
+        if payload is None:
+            _sealed.pop(path, None)
+            return None
+        _remember(_sealed, path, (ident, name, payload))
+    try:
+        # parsed for each caller: the data is the caller's own to change
+        data = json.loads(payload.decode("utf-8", "surrogateescape"))
+    except ValueError:
+        return None
+    if touch:
+        mark_used(path, ident)
     return data
 
 

@@ -129,7 +129,12 @@ def module_closures(graph: ModuleGraph, include: list[str] | None, soft_f32: boo
     direct: dict[str, list[str]] = {}
     resolved: dict[tuple, str | None] = {}
     paths = {m.source.path for m in graph.modules}
+    edges = graph.imports or {}
     for m in graph.modules:
+        known = edges.get(m.source.path)
+        if known is not None:           # as the loader resolved them (not looked up again)
+            direct[m.source.path] = [p for p in known if p in paths]
+            continue
         folder = os.path.dirname(m.source.path)
         out = []
         for imp in m.imports:

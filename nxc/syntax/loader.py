@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -32,6 +33,9 @@ class ModuleGraph:
     # For each module path: the paths its imports resolved to, in import order
     # (the C backend compiles each module against its own import closure).
     imports: dict[str, list[str]] = field(default_factory=dict)
+    # Each module's import closure, computed once per graph by its first user
+    # (nxc/backend/c/closure.py); not part of the graph's value.
+    closures: object = field(default=None, compare=False, repr=False)
 
 
 def search_path(include: list[str] | None = None) -> list[str]:
@@ -58,17 +62,44 @@ def import_refusal(name: str) -> str | None:
     return None
 
 
-def resolve_import(name: str, importer_dir: str, include: list[str] | None) -> tuple[str | None, list[str]]:
-    """(real path or None, folders tried in order)."""
+def resolve_import(name: str, importer_dir: str, include: list[str] | None,
+                   real_dirs: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
+    """(real path or None, folders tried in order).
+
+    `real_dirs` ({folder: its real path}, kept by the caller for one load of a
+    graph, e.g. the importer folders it already knows to be real): a plain
+    file name found in a folder as a regular file, not a link, is then that
+    folder's real path joined with it, one lstat instead of realpath's walk
+    over every folder of the path (a gate of a large tree resolves some
+    hundreds of imports)."""
+    plain = real_dirs is not None and os.sep not in name and (os.altsep is None or os.altsep not in name)
     tried = []
-    for d in [importer_dir, *search_path(include)]:
+    for d in [importer_dir, *search_path(include)] if not plain else _folders(importer_dir, include):
         if d in tried:
             continue
         tried.append(d)
         candidate = os.path.join(d, name)
+        if plain:
+            try:
+                mode = os.lstat(candidate).st_mode
+            except OSError:
+                continue
+            if stat.S_ISREG(mode):
+                real = real_dirs.get(d)
+                if real is None:
+                    real = real_dirs[d] = os.path.realpath(d)
+                return os.path.join(real, name), tried
+            if not stat.S_ISLNK(mode):
+                continue                    # a folder or a device: not a module
         if os.path.isfile(candidate):
             return os.path.realpath(candidate), tried
     return None, tried
+
+
+def _folders(importer_dir: str, include: list[str] | None):
+    """The importer's folder, then the search path (computed only if needed)."""
+    yield importer_dir
+    yield from search_path(include)
 
 
 def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceFile | None:
@@ -99,6 +130,9 @@ def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceF
 # very key, so a planted or swapped file is parsed again, never run.
 # Unpickling is ~8x faster than parsing, so a warm `nxc test` or a fuzzer
 # does not run the parser on unchanged imports at all.
+# In memory at least _PARSED_MAX, and twice the run's modules (cache.scaled_bound):
+# a worker of `nxc test` meets every module of a random tree's closures, and
+# past the bound each gate unpickled a sixth of its closure again.
 _PARSED: "OrderedDict[str, ast.Module]" = OrderedDict()
 _PARSED_MAX = 256
 USE_PARSE_CACHE = True     # the front-end benchmark turns it off
@@ -142,7 +176,7 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
             _store_on_disk(disk, seal(key, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)))
     _PARSED[key] = module
     _PARSED.move_to_end(key)
-    if len(_PARSED) > _PARSED_MAX:
+    while len(_PARSED) > _PARSED_MAX and len(_PARSED) > scaled_bound(_PARSED_MAX):
         _PARSED.popitem(last=False)
     return module
 
@@ -202,6 +236,7 @@ def load_program(path: str, include: list[str] | None = None,
     # Depth first, each module after its imports, with an explicit stack: a
     # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
     failed: set[str] = set()
+    real_dirs: dict[str, str] = {}      # this load's folders and their real paths (resolve_import)
     stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
     while stack:
         frame = stack[-1]
@@ -230,7 +265,9 @@ def load_program(path: str, include: list[str] | None = None,
             if refusal is not None:
                 _add_chain_notes(diags.error(imp.pos, refusal), chain)
                 continue
-            found, tried = resolve_import(imp.path, os.path.dirname(real), include)
+            folder = os.path.dirname(real)
+            real_dirs.setdefault(folder, folder)     # the folder of a real path
+            found, tried = resolve_import(imp.path, folder, include, real_dirs)
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")

@@ -40,30 +40,93 @@ def import_closure(program: Program, module: ast.Module) -> list[ast.Module]:
     """`module` and every module it imports, directly or not, dependencies
     first, the module last; under --soft-f32 the module of the float32
     primitives too (calls are redirected there without an import)."""
-    graph = program.graph
-    by_path = {m.source.path: m for m in graph.modules}
-    order: list[ast.Module] = []
-    seen: set[str] = set()
-    stack = [(module, iter(_imports_of(graph, module, by_path)))]
-    seen.add(module.source.path)
-    while stack:
-        m, pending = stack[-1]
-        for dep in pending:
-            if dep.source.path not in seen:
-                seen.add(dep.source.path)
-                stack.append((dep, iter(_imports_of(graph, dep, by_path))))
-                break
-        else:
-            order.append(m)
-            stack.pop()
-    # --soft-f32 redirects float32 primitive calls to nx_f32_soft.nx without an
-    # import; whenever that module is in the graph it counts as imported
-    # (conservative: a module that does not call it only declares more).
-    soft = next((m for m in graph.modules if os.path.basename(m.source.path) == SOFT_F32_MODULE), None)
-    if soft is not None and soft.source.path not in seen:
-        order.insert(0, soft)
-    return order
+    return list(_closures_of(program.graph).get(module))
 
+
+class _Closures:
+    """Every module's import closure of one graph, each computed once: a gate
+    asks for the closure of every module of its own (~100 calls per gate), and
+    one depth-first walk each was a quarter of the worker's front-end time."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.by_path = {m.source.path: m for m in graph.modules}
+        self.raw: dict[str, list[ast.Module]] = {}
+        # --soft-f32 redirects float32 primitive calls to nx_f32_soft.nx without an
+        # import; whenever that module is in the graph it counts as imported
+        # (conservative: a module that does not call it only declares more).
+        self.soft = next((m for m in graph.modules if os.path.basename(m.source.path) == SOFT_F32_MODULE), None)
+        self.done: dict[str, list[ast.Module]] = {}
+        for m in graph.modules:             # dependencies first (the loader's order)
+            self.raw[m.source.path] = self._merged(m) or self._walk(m)
+
+    def get(self, module: ast.Module) -> list[ast.Module]:
+        p = module.source.path
+        found = self.done.get(p)
+        if found is None:
+            order = self.raw.get(p) if self.by_path.get(p) is module else None
+            if order is None:               # not a module of this graph's list: walk it
+                order = self._walk(module)
+            if self.soft is not None and all(m is not self.soft for m in order):
+                order = [self.soft, *order]
+            found = self.done[p] = order
+        return found
+
+    def _merged(self, module: ast.Module) -> list[ast.Module] | None:
+        """The depth-first order from `module`, from its imports' orders: once the
+        walk is done with an import, everything that import reaches is seen, so
+        the next import adds exactly its own order's modules not seen yet. None
+        when an import's order is not known yet or reaches `module` (a cycle:
+        the walk then differs, see `_walk`)."""
+        order: list[ast.Module] = []
+        seen: set[str] = set()
+        me = module.source.path
+        for dep in _imports_of(self.graph, module, self.by_path):
+            sub = self.raw.get(dep.source.path)
+            if sub is None:
+                return None
+            for m in sub:
+                p = m.source.path
+                if p == me:
+                    return None
+                if p not in seen:
+                    seen.add(p)
+                    order.append(m)
+        order.append(module)
+        return order
+
+    def _walk(self, module: ast.Module) -> list[ast.Module]:
+        """Depth first from `module`, each module after its imports."""
+        graph, by_path = self.graph, self.by_path
+        order: list[ast.Module] = []
+        seen: set[str] = {module.source.path}
+        stack = [(module, iter(_imports_of(graph, module, by_path)))]
+        while stack:
+            m, pending = stack[-1]
+            for dep in pending:
+                if dep.source.path not in seen:
+                    seen.add(dep.source.path)
+                    stack.append((dep, iter(_imports_of(graph, dep, by_path))))
+                    break
+            else:
+                order.append(m)
+                stack.pop()
+        return order
+
+
+def _closures_of(graph) -> _Closures:
+    """The graph's closures, kept with it (rebuilt if its module list changed:
+    --soft-f32 adds a module after loading)."""
+    memo = getattr(graph, "closures", None)
+    shape = (len(graph.modules), id(graph.modules[0]) if graph.modules else 0)
+    if not isinstance(memo, _Closures) or memo.shape != shape:
+        memo = _Closures(graph)
+        memo.shape = shape
+        try:
+            graph.closures = memo
+        except AttributeError:              # a graph that takes no attribute: computed per call
+            pass
+    return memo
 
 
 def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:

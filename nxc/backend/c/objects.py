@@ -56,7 +56,7 @@ from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.index import source_digest
 from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       read_sealed_json, stamped, write_atomically, write_sealed_json)
+                       mark_used, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
@@ -193,6 +193,7 @@ class LinkedC(CapturesMixin):
         """(units, entry, runtime key, link key) for build configuration `opt`."""
         if opt is not None and opt != self.opt:
             self.opt, self._planned, self._sites = opt, None, None
+            self.keys = {}                  # keys of the old configuration
         if self._planned is None:
             self._planned = self._plan()
         return self._planned
@@ -201,11 +202,12 @@ class LinkedC(CapturesMixin):
         """Every module's interface digest, bottom-up, for a program only some of
         whose bodies were checked: key(M) = object_key(M's source, the digests of
         M's imports, config), and M's digest is that of its record under key(M)
-        (kept when M's bodies were last checked with that key), or, for a module
-        checked here or without a record (checked now), interface_text's, which
-        is then recorded. A module whose imports' digests are not all known yet
-        waits for the next round (each round checks the modules found without a
-        record, then computes the digests of what it checked)."""
+        (kept when M's bodies were last checked with that key: the same whether
+        or not M was checked here), or, for a module without a record (checked
+        now if it was not), interface_text's, which is then recorded. A module
+        whose imports' digests are not all known yet waits for the next round
+        (each round checks the modules found without a record, then computes
+        the digests of what it checked)."""
         bodies = self.bodies
         program = bodies.program
         with_functions = {fn.module.source.path for fn in program.functions if fn is not program.entry}
@@ -221,12 +223,16 @@ class LinkedC(CapturesMixin):
                     continue
                 # A module without functions has a record too (its interface
                 # only): a gate's link can then be planned from records alone
-                # (nxc/backend/c/recorded.py).
-                key = self.keys[p] = object_key(module_source_digest(m), self.closure_digest(self, closure), config)
-                record = None if p in bodies.checked and p in with_functions else read_record(key)
+                # (nxc/backend/c/recorded.py). A record is what checking the
+                # module under this key gives, so a module checked here (the
+                # root of every run of its gate) that has one takes its digest
+                # from it, without interface_text.
+                key = self._key_of(m, config)
+                record = read_record(key)
                 if record is not None:
                     self._interfaces[p] = record["interface"]
-                    bodies.note_record(p, record)
+                    if p not in bodies.checked or p not in with_functions:
+                        bodies.note_record(p, record)
                 elif p in bodies.checked or p not in with_functions:
                     ready.append((m, key))
                 else:
@@ -240,9 +246,7 @@ class LinkedC(CapturesMixin):
                 digest = self._interfaces[m.source.path] = _digest(
                     m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
                 if key is not None:
-                    record = record_of(view, m, digest, self.checked)
-                    if read_record(key) != record:      # (the root's, checked by every run of its gate)
-                        write_record(key, record)
+                    write_record(key, record_of(view, m, digest, self.checked))
             pending = later
         self.program = bodies.program
 
@@ -270,6 +274,14 @@ class LinkedC(CapturesMixin):
                         need.append(callee)
                     else:
                         todo.append(callee)
+            if need and module is not None:
+                # Every copied helper of the closure at once: each change of
+                # the program makes the emitters compute its effects again (a
+                # fixed point over every checked body), and a gate that emits
+                # many modules asked for a few more helpers per module.
+                rec = program.recorded
+                need += [fn for fn in program.functions
+                         if fn.decl.name in rec.unchecked and fn.decl.name in rec.copied]
             if not bodies.check_functions(need):
                 break
         self.program = bodies.program
@@ -521,10 +533,7 @@ def _usable(target: str, key: str) -> bool:
     if not os.path.exists(target):
         return False
     if stamped(target) and os.path.exists(_sites_path(key)):
-        try:
-            os.utime(target)                # recently used: pruned last
-        except OSError:
-            pass
+        mark_used(target)                   # recently used: pruned last (keeps its verified stamp)
         return True
     discard(target)                         # truncated, swapped or planted: never linked
     return False

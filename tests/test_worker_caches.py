@@ -1,0 +1,215 @@
+"""The caches a long-lived worker keeps across the gates it runs (issue 21):
+each keyed by what it depends on, never trusted across a change, bounded.
+
+- import closures, computed once per graph bottom-up (nxc/backend/c/closure.py):
+  the same order as one depth-first walk per module, cycles and diamonds too;
+- stamps and sealed JSON entries (records, verdicts, site tables) verified
+  once per file identity (nxc/cache.py): a replaced, damaged or removed
+  entry is read and verified again;
+- parsed modules (nxc/syntax/loader.py) keyed by their text;
+- one worker running a gate, then the same gate after an edit of an
+  imported module (a body edit that makes it fail), then after the edit is
+  undone: the right result each time.
+"""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+from nxc import cache
+from nxc.backend.c.closure import import_closure
+from nxc.check.frontend import check_file
+from nxc.gates.collect import Item, Unit
+from nxc.gates.execute import Options, run_unit
+from nxc.syntax import loader
+
+
+def _write(folder, name: str, text: str) -> str:
+    path = os.path.join(str(folder), name)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(textwrap.dedent(text).lstrip("\n"))
+    return path
+
+
+def _reference_closure(graph, module) -> list[str]:
+    """One depth-first walk from `module` over the loader's edges, each module
+    after its imports (what import_closure computed per call before)."""
+    order, seen = [], {module.source.path}
+
+    def walk(p):
+        for d in graph.imports.get(p, []):
+            if d not in seen:
+                seen.add(d)
+                walk(d)
+        order.append(p)
+    walk(module.source.path)
+    return order
+
+
+def _diamond_with_cycle(folder) -> str:
+    _write(folder, "a.nx", 'import "b.nx"\nfunc fa() -> i64 { return 1; }\n')
+    _write(folder, "b.nx", 'import "a.nx"\nimport "c.nx"\nfunc fb() -> i64 { return 2; }\n')
+    _write(folder, "c.nx", "func fc() -> i64 { return 3; }\n")
+    _write(folder, "d.nx", 'import "c.nx"\nimport "a.nx"\nfunc fd() -> i64 { return 4; }\n')
+    return _write(folder, "top.nx", 'import "d.nx"\nimport "b.nx"\nimport "c.nx"\n'
+                                    "func main() -> i64 { return fa() + fb() + fc() + fd() - 10; }\n")
+
+
+def test_import_closures_match_one_walk_per_module(tmp_path):
+    program = check_file(_diamond_with_cycle(tmp_path))
+    graph = program.graph
+    assert len(graph.modules) == 5
+    for m in graph.modules:
+        assert [x.source.path for x in import_closure(program, m)] == _reference_closure(graph, m), m.source.path
+    # kept with the graph: asked again, the same order (a copy the caller may change)
+    first = import_closure(program, graph.root)
+    first.clear()
+    assert [x.source.path for x in import_closure(program, graph.root)] == _reference_closure(graph, graph.root)
+
+
+def test_import_closures_under_soft_f32(tmp_path):
+    program = check_file(_diamond_with_cycle(tmp_path), soft_f32=True)
+    soft = [m for m in program.graph.modules if m.source.path.endswith("nx_f32_soft.nx")]
+    assert soft
+    for m in program.graph.modules:
+        got = [x.source.path for x in import_closure(program, m)]
+        want = _reference_closure(program.graph, m)
+        if soft[0].source.path not in want:
+            want = [soft[0].source.path, *want]
+        assert got == want
+
+
+def test_import_beside_a_link_resolves_to_its_target(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    target = _write(real, "lib.nx", "func f() -> i64 { return 0; }\n")
+    os.symlink(target, tmp_path / "lib.nx")
+    top = _write(tmp_path, "top.nx", 'import "lib.nx"\nfunc main() -> i64 { return f(); }\n')
+    graph = loader.load_program(top)
+    assert os.path.realpath(target) in [m.source.path for m in graph.modules]
+    assert graph.imports[os.path.realpath(top)] == [os.path.realpath(target)]
+
+
+def test_import_from_a_linked_search_folder_resolves_to_the_real_path(tmp_path):
+    real = tmp_path / "libs"
+    real.mkdir()
+    lib = _write(real, "lib2.nx", "func g() -> i64 { return 0; }\n")
+    os.symlink(real, tmp_path / "linked")
+    app = tmp_path / "app"
+    app.mkdir()
+    top = _write(app, "top.nx", 'import "lib2.nx"\nfunc main() -> i64 { return g(); }\n')
+    graph = loader.load_program(top, [str(tmp_path / "linked")])
+    assert graph.imports[os.path.realpath(top)] == [os.path.realpath(lib)]
+    # the same answer as without the load's folder memo
+    found, tried = loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")])
+    assert found == os.path.realpath(lib)
+    assert loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")], {})[1] == tried
+
+
+def test_a_stamp_is_verified_again_when_the_file_changes(tmp_path):
+    cache.forget_verified()
+    path = str(tmp_path / "entry.bin")
+    with open(path + ".new", "wb") as f:
+        f.write(b"first")
+    cache.publish(path + ".new", path)
+    assert cache.stamped(path) and cache.stamped(path)
+    # replaced by another file (as any writer of nxc replaces it) without a new stamp
+    with open(path + ".tmp", "wb") as f:
+        f.write(b"other")
+    os.replace(path + ".tmp", path)
+    assert not cache.stamped(path)
+    with open(path + ".new", "wb") as f:
+        f.write(b"second")
+    cache.publish(path + ".new", path)
+    assert cache.stamped(path)
+    # damaged in place, with a new size
+    with open(path, "ab") as f:
+        f.write(b"!")
+    assert not cache.stamped(path)
+    os.remove(path)
+    assert not cache.stamped(path)
+
+
+def test_sealed_json_is_read_again_after_a_change(tmp_path):
+    cache.forget_verified()
+    path = str(tmp_path / "r.json")
+    cache.write_sealed_json(path, "r", {"a": [1]})
+    got = cache.read_sealed_json(path, "r")
+    assert got == {"a": [1]}
+    got["a"].append(2)                              # the caller's own copy
+    assert cache.read_sealed_json(path, "r") == {"a": [1]}
+    assert cache.read_sealed_json(path, "other name") is None
+    cache.write_sealed_json(path, "r", {"a": [3]})
+    assert cache.read_sealed_json(path, "r", touch=True) == {"a": [3]}
+    with open(path, "r+b") as f:                    # planted: same size, not sealed
+        data = bytearray(f.read())
+        data[-2] ^= 1
+        f.seek(0)
+        f.write(bytes(data))
+    os.utime(path, ns=(0, 0))                       # (in place: only the time tells)
+    assert cache.read_sealed_json(path, "r") is None
+    os.remove(path)
+    assert cache.read_sealed_json(path, "r") is None
+
+
+def test_a_touch_keeps_the_entry_verified_and_marks_it_used(tmp_path):
+    cache.forget_verified()
+    path = str(tmp_path / "r.json")
+    cache.write_sealed_json(path, "r", {"x": 1})
+    os.utime(path, (1_000_000, 1_000_000))          # long unused
+    assert cache.read_sealed_json(path, "r", touch=True) == {"x": 1}
+    assert os.stat(path).st_mtime > 1_000_000       # marked used
+    held = cache._sealed[path]                      # noqa: SLF001 - the memo under test
+    assert held[0][3] == os.stat(path).st_mtime_ns  # and still known, under its new time
+
+
+def test_worker_memos_stay_bounded(tmp_path, monkeypatch):
+    cache.forget_verified()
+    monkeypatch.setattr(cache, "_VERIFIED_MAX", 5)
+    for k in range(12):
+        p = str(tmp_path / f"e{k}.json")
+        cache.write_sealed_json(p, "e", k)
+        assert cache.read_sealed_json(p, "e") == k
+        b = str(tmp_path / f"o{k}.bin")
+        with open(b + ".new", "wb") as f:
+            f.write(bytes([k]))
+        cache.publish(b + ".new", b)
+        assert cache.stamped(b)
+    assert len(cache._sealed) <= 5 and len(cache._stamps) <= 5   # noqa: SLF001
+    cache.forget_verified()
+
+
+def test_parsed_modules_stay_bounded(tmp_path, monkeypatch):
+    monkeypatch.setattr(loader, "_PARSED_MAX", 4)
+    monkeypatch.setattr(cache, "_working_set", 0)
+    for k in range(10):
+        loader.load_program(_write(tmp_path, f"m{k}.nx", f"func f{k}() -> i64 {{ return {k}; }}\n"))
+    assert len(loader._PARSED) <= 4                 # noqa: SLF001
+
+
+@pytest.mark.parametrize("backend", ["c"])
+def test_an_edit_between_two_gates_of_one_worker(tmp_path, backend):
+    """One process runs the gate, then the gate after a body edit of an imported
+    module (it now fails), then after the edit is undone (it passes again)."""
+    lib = _write(tmp_path, "lib.nx", "func value() -> i64 { return 7; }\nfunc other() -> i64 { return 1; }\n")
+    mid = _write(tmp_path, "mid.nx", 'import "lib.nx"\nfunc twice() -> i64 { return 2 * value(); }\n')
+    top = _write(tmp_path, "top.nx", 'import "mid.nx"\n'
+                                     "func main() -> i64 {\n    if twice() != 14 { return 1; }\n    return 0;\n}\n")
+    with open(lib, encoding="utf-8") as f:
+        good = f.read()
+
+    def run():
+        unit = Unit(top, top, [Item(id=top, path=top, display=top, backend=backend, kind="gate")])
+        [r] = run_unit(unit, Options(read_results=False, record_results=False))
+        return r
+
+    assert run().passed
+    with open(lib, "w", encoding="utf-8") as f:
+        f.write(good.replace("return 7;", "return 8;"))
+    r = run()
+    assert not r.passed and r.value == 1, r.message
+    with open(lib, "w", encoding="utf-8") as f:
+        f.write(good)
+    assert run().passed
