@@ -1,6 +1,7 @@
 """Where a cold gate's C build goes: the first N gates of a tree built one
 after the other in this process (fresh cache folder), each compiler process
-timed by kind (CPU time: user + system of the process and its children).
+timed by kind (CPU time: user + system of the process and its children,
+and each apart).
 
     python bench/gen_tree.py /tmp/t200 --modules 200 --graph random --seed 1
     python bench/gate_build_profile.py /tmp/t200 --gates 40
@@ -46,13 +47,13 @@ def main() -> None:
         from nxc.backend.registry import backend_for
         from nxc.check.frontend import check_file
         from nxc.diagnostics import Diagnostics
-        kinds: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
+        kinds: dict[str, list] = collections.defaultdict(lambda: [0, 0.0, 0.0])     # count, user, system
         real = objects._run_compiler
 
-        def timed(cmd):
+        def timed(cmd, direct=None):
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            real(cmd)
-            spent = _cpu(resource.getrusage(resource.RUSAGE_CHILDREN)) - _cpu(before)
+            real(cmd, direct)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if "c-header" in cmd:
                 kind = "pch"
             elif "-c" in cmd:
@@ -61,7 +62,8 @@ def main() -> None:
             else:
                 kind = "link"
             kinds[kind][0] += 1
-            kinds[kind][1] += spent
+            kinds[kind][1] += after.ru_utime - before.ru_utime
+            kinds[kind][2] += after.ru_stime - before.ru_stime
         objects._run_compiler = timed
         python = 0.0
         for name in names:
@@ -70,9 +72,11 @@ def main() -> None:
             backend_for("c", checked=not args.unchecked).prepare(program, purpose="gate", load=False)
             python += _cpu(resource.getrusage(resource.RUSAGE_SELF)) - _cpu(before)
     total = 0.0
-    for kind, (count, spent) in sorted(kinds.items()):
+    for kind, (count, user, system) in sorted(kinds.items()):
+        spent = user + system
         total += spent
-        print(f"{kind:8} {count:4} x {1000 * spent / count:6.1f} ms = {spent:6.2f} s")
+        print(f"{kind:8} {count:4} x {1000 * spent / count:6.1f} ms = {spent:6.2f} s "
+              f"(user {1000 * user / count:5.1f} ms, system {1000 * system / count:5.1f} ms)")
     print(f"compiler processes {total:.2f} s, {1000 * total / len(names):.1f} ms per gate")
     print(f"python of the build (plan, emit, cache) {python:.2f} s, {1000 * python / len(names):.1f} ms per gate")
 

@@ -74,7 +74,8 @@ def timed(cmd: list[str], env: dict) -> dict:
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - start
-    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss_mb": usage.ru_maxrss / 1024,
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "user": usage.ru_utime, "sys": usage.ru_stime,
+            "rss_mb": usage.ru_maxrss / 1024,
             "status": proc.returncode, "output": out}
 
 
@@ -109,7 +110,8 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
             sys.exit(f"{step} run of the {n}-module tree failed (exit {r['status']}):\n{r['output'][-3000:]}")
         r.update(n=n, graph=graph, step=step, cache_mb=folder_bytes(cache) / 1e6)
         rows.append(r)
-        print(f"{n:>4} {graph:<9} {step:<32} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s  "
+        print(f"{n:>4} {graph:<9} {step:<32} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s "
+              f"(user {r['user']:6.1f} s, sys {r['sys']:5.1f} s)  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
     if yardstick:
         rows.append(own_c_yardstick(tree, n, graph))

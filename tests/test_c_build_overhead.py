@@ -51,14 +51,14 @@ def _commands(monkeypatch, probes: list | None = None) -> list[list[str]]:
     seen: list[list[str]] = []
     real = objects._run_compiler
 
-    def recording(cmd):
+    def recording(cmd, direct=None):
         seen.append(list(cmd))
         if probes is not None and "-c" in cmd and not cmd[cmd.index("-c") + 1].endswith("nx_runtime.c"):
             probe = subprocess.run(cmd[:1] + ["-H", "-Winvalid-pch"] + cmd[1:-2] + ["-o", os.devnull],
                                    capture_output=True, text=True)
             assert probe.returncode == 0, probe.stderr
             probes.append((list(cmd), probe.stderr))
-        return real(cmd)
+        return real(cmd, direct)
     monkeypatch.setattr(objects, "_run_compiler", recording)
     return seen
 
