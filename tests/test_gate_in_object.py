@@ -76,9 +76,9 @@ def compiler_calls(monkeypatch) -> list:
     calls = []
     real = objects._run_compiler
 
-    def counted(cmd):
+    def counted(cmd, direct=None):         # direct: the same run without the driver (toolchain.py)
         calls.append(list(cmd))
-        real(cmd)
+        real(cmd, direct)
     monkeypatch.setattr(objects, "_run_compiler", counted)
     return calls
 
