@@ -167,6 +167,16 @@ def file_digest(path: str) -> bytes:
     return h.digest()
 
 
+def parts_digest(*parts: str) -> str:
+    """The hex digest of a sequence of strings (each ended by a NUL, so no two
+    sequences give the same bytes): the cache keys' building block."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogateescape"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
 def folders_digest(folders: list[str], base: str, keep=lambda name: True) -> str:
     """A digest of every file under `folders` (names relative to `base`, and
     contents) that `keep` accepts, walked in a fixed order: what a key of

@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import shlex
 import shutil
@@ -58,7 +57,7 @@ from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.index import source_digest
-from nxc.cache import (cache_dir, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
+from nxc.cache import (cache_dir, parts_digest, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
                        mark_used, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.may_unmap import calls_in
@@ -75,12 +74,7 @@ MAX_PCH = 8
 
 
 # ---- keys ----
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    return h.hexdigest()
+_digest = parts_digest
 
 
 @lru_cache(maxsize=1)

@@ -19,7 +19,6 @@ and `plan_link` then return None.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shlex
@@ -29,7 +28,7 @@ import tempfile
 from functools import lru_cache
 
 from nxc.backend.c.build import host_cpu
-from nxc.cache import cache_dir, prune_least_recent, read_sealed_json, write_sealed_json
+from nxc.cache import cache_dir, parts_digest, prune_least_recent, read_sealed_json, write_sealed_json
 
 # Placeholder paths of the probe: the driver does not look at its inputs for
 # `-###`, and every path it derives from them is recognised by these.
@@ -65,12 +64,7 @@ def disabled() -> bool:
     return os.environ.get("NXC_DRIVER", "") not in ("", "0")
 
 
-def _digest(*parts: str) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    return h.hexdigest()
+_digest = parts_digest
 
 
 @lru_cache(maxsize=None)
