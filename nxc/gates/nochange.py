@@ -57,10 +57,6 @@ def _cached_unit(unit: Unit, options: Options, index) -> list[Result] | None:
     if closure is None:
         return None
     digests = {path: entry["digest"] for path, entry in closure.items()}
-    if not extra:       # what the worker's recorded path needs (nxc/gates/recorded_run.py)
-        unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
-                               "imports": [index.resolve(name, path, options.include) for name in entry["imports"]]}
-                        for path, entry in closure.items()}
     results = []
     for n, item in enumerate(unit.items):
         try:
@@ -69,6 +65,11 @@ def _cached_unit(unit: Unit, options: Options, index) -> list[Result] | None:
             return None
         recorded = results_cache.unit_passed_before(key)
         if recorded is None:
+            if not extra:       # sent to a worker: what its recorded path needs (recorded_run.py)
+                unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
+                                       "imports": [index.resolve(name, path, options.include)
+                                                   for name in entry["imports"]]}
+                                for path, entry in closure.items()}
             return None
         item.kind = recorded["kind"]
         results.append(Result(item.id, item.display, item.kind, item.backend, Status.PASS, cached=True,
