@@ -78,22 +78,13 @@ class _Closures:
         the next import adds exactly its own order's modules not seen yet. None
         when an import's order is not known yet or reaches `module` (a cycle:
         the walk then differs, see `_walk`)."""
-        order: list[ast.Module] = []
-        seen: set[str] = set()
-        me = module.source.path
-        for dep in _imports_of(self.graph, module, self.by_path):
-            sub = self.raw.get(dep.source.path)
-            if sub is None:
-                return None
-            for m in sub:
-                p = m.source.path
-                if p == me:
-                    return None
-                if p not in seen:
-                    seen.add(p)
-                    order.append(m)
-        order.append(module)
-        return order
+        subs = [self.raw.get(dep.source.path) for dep in _imports_of(self.graph, module, self.by_path)]
+        if None in subs:
+            return None
+        order = merged_orders(subs, key=lambda m: m.source.path)
+        if any(m.source.path == module.source.path for m in order):
+            return None
+        return order + [module]
 
     def _walk(self, module: ast.Module) -> list[ast.Module]:
         """Depth first from `module`, each module after its imports."""
@@ -134,10 +125,7 @@ def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[
     `start` and every module it reaches through `imports` ({path: the paths
     it imports, in its order}): {path: its closure, dependencies first, itself
     last}; None when a path reached has no entry. (Without --soft-f32: its
-    callers refuse it.) Each order is built from its imports' orders: a
-    depth-first walk from M meets M's imports in turn, and the part of an
-    import's closure it has not met yet comes out in that import's own order
-    (what it met already holds all it reaches)."""
+    callers refuse it.) Each order is built from its imports' (merged_orders)."""
     if start not in imports:
         return None
     orders: dict[str, list[str]] = {}
@@ -155,12 +143,20 @@ def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[
         else:
             stack.pop()
             walking.discard(p)
-            order: list[str] = []
-            seen: set[str] = set()
-            for dep in imports[p]:
-                for q in orders[dep]:
-                    if q not in seen:
-                        seen.add(q)
-                        order.append(q)
-            orders[p] = order + [p]
+            orders[p] = merged_orders([orders[dep] for dep in imports[p]]) + [p]
     return orders
+
+
+def merged_orders(orders: list[list], key=lambda item: item) -> list:
+    """A module's depth-first closure order, without the module itself, from
+    its imports' own orders in import order: once the walk is done with an
+    import, everything that import reaches has been met, so each next import
+    adds exactly the modules of its order not met yet, in that order."""
+    out, seen = [], set()
+    for sub in orders:
+        for item in sub:
+            k = key(item)
+            if k not in seen:
+                seen.add(k)
+                out.append(item)
+    return out
