@@ -152,7 +152,9 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
                                      (bodies.checked_order if bodies is not None else modules)]
     note_disagreement(results)
     if options.record_results:
-        record_unit_passes(program, kind, warnings, results, options)
+        from nxc.index import source_digest
+        closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
+        record_unit_passes(closure, kind, warnings, results, options)
     return results
 
 
@@ -179,13 +181,13 @@ def check_unit(unit: Unit, options: Options) -> tuple:
     return program, [d.render() for d in diags.warnings], diags
 
 
-def record_unit_passes(program, kind: str, warnings: list[str], results: list[Result], options: Options) -> None:
+def record_unit_passes(closure: dict[str, str], kind: str, warnings: list[str], results: list[Result],
+                       options: Options) -> None:
     """Record each pass under its unit key too (results_cache.unit_key): the
-    digests of the sources this very check read, so the runner's no-change
-    fast path (nxc/gates/nochange.py) finds it from the module index alone."""
+    digests of the sources this very check read ({real path: nxc.index.
+    source_digest}), so the runner's no-change fast path (nxc/gates/
+    nochange.py) finds it from the module index alone."""
     from nxc.gates import results_cache
-    from nxc.index import source_digest
-    closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
     for r in results:
         if r.passed:
             try:

@@ -37,7 +37,7 @@ import os
 import time
 
 from nxc.gates.collect import Unit
-from nxc.gates.execute import Options, Result, fill_result, run_unit
+from nxc.gates.execute import Options, Result, fill_result, record, record_unit_passes, run_unit
 from nxc.gates.protocol import Outcome, Status
 
 
@@ -130,13 +130,9 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         if ended.kind != "ok" or ended.value != (0, 0):
             return None                 # the full path runs it again and explains what happened
         r.value, r.output = 0, ended.output or ""
-        if options.record_results:
-            results_cache.record_pass(key)
+        record(key, options, r)
     if options.record_results:
-        try:
-            results_cache.record_unit_pass(results_cache.unit_key(digests, "c", options), "gate", warnings)
-        except Exception:  # noqa: BLE001 - not recording costs the next run speed only
-            pass
+        record_unit_passes(digests, "gate", warnings, [r], options)
     r.seconds = time.perf_counter() - start
     return [r]
 
@@ -145,6 +141,9 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
 # its closure's interfaces and nxc's code), so a worker keeps those it read
 # for the units it runs after (bounded).
 _verdicts: dict[str, dict] = {}
+# Interface digests noted in the index on disk by other workers, by (module,
+# source digest): read once, not once per gate.
+_noted: dict[tuple[str, str], str] = {}
 MAX_REMEMBERED = 20000
 
 
@@ -153,16 +152,19 @@ def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> dict[str, l
     the closure under its current key; None if any is missing. orders: each
     module's import closure (closure_orders)."""
     from nxc.check.summary import load_verdict, verdict_key
-    interfaces = {p: e.get("interface") for p, e in indexed.items()}
+    interfaces = {p: e.get("interface") or _noted.get((p, e["digest"])) for p, e in indexed.items()}
     if None in interfaces.values():
         # Edited this run: another worker may have checked it since the runner
-        # read the index (a worker notes each module it checks there).
+        # read the index (a worker notes each module it checks there). What
+        # it noted is kept here, so that the gates that follow (after a body
+        # edit of a leaf: all of them) do not read the index again.
         from nxc.index import ModuleIndex
-        on_disk = ModuleIndex.load().entries
-        for p, d in interfaces.items():
-            e = on_disk.get(p)
-            if d is None and e is not None and e.get("digest") == indexed[p]["digest"]:
-                interfaces[p] = e.get("interface")
+        for p, e in ModuleIndex.load().entries.items():
+            if e.get("interface") is not None:
+                if len(_noted) >= MAX_REMEMBERED:
+                    _noted.clear()
+                _noted[(p, e["digest"])] = e["interface"]
+        interfaces = {p: d or _noted.get((p, indexed[p]["digest"])) for p, d in interfaces.items()}
         if None in interfaces.values():
             return None
     out = {}
