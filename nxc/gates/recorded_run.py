@@ -137,10 +137,6 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     return [r]
 
 
-# A clean verdict is a fact about content (its key covers the module's text,
-# its closure's interfaces and nxc's code), so a worker keeps those it read
-# for the units it runs after (bounded).
-_verdicts: dict[str, dict] = {}
 # Interface digests noted in the index on disk by other workers, by (module,
 # source digest): read once, not once per gate.
 _noted: dict[tuple[str, str], str] = {}
@@ -170,14 +166,9 @@ def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> dict[str, l
     out = {}
     for p, e in indexed.items():
         key = verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
-        verdict = _verdicts.get(key)
-        if verdict is None:
-            verdict = load_verdict(key)
-            if verdict is None or verdict.get("interface") != interfaces[p]:
-                return None
-            if len(_verdicts) >= MAX_REMEMBERED:
-                _verdicts.clear()
-            _verdicts[key] = verdict
+        verdict = load_verdict(key)         # verified once per worker and file (nxc/cache.py)
+        if verdict is None or verdict.get("interface") != interfaces[p]:
+            return None
         out[p] = verdict["warnings"]
     return out
 

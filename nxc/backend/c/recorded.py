@@ -47,24 +47,6 @@ class RecordedLink:
         return SiteTable([], loaders, objects.SITE_BITS)
 
 
-# Records are facts about content (a record under an object key says what
-# that key's module is), so a worker keeps the ones it read for the units
-# it runs after (bounded).
-_records: dict[str, dict] = {}
-MAX_REMEMBERED = 20000
-
-
-def recorded(key: str) -> dict | None:
-    found = _records.get(key)
-    if found is None:
-        found = objects.read_record(key)
-        if found is not None:
-            if len(_records) >= MAX_REMEMBERED:
-                _records.clear()
-            _records[key] = found
-    return found
-
-
 def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, list[str]], checked: bool,
                       opt: str, unbox_f32: bool = True,
                       orders: dict[str, list[str]] | None = None) -> RecordedLink | None:
@@ -85,7 +67,7 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
         closure = orders[p]
         key = objects.object_key(objects.source_key_digest(p, digests[p]),
                                  objects.interfaces_digest(interfaces[d] for d in closure[:-1]), config)
-        record = recorded(key)
+        record = objects.read_record(key)     # verified once per worker and file (nxc/cache.py)
         if record is None:
             return None
         interfaces[p], keys[p] = record["interface"], key
