@@ -9,7 +9,7 @@ run), with the CPU time of this process (user, system) and of its children
 
 A fresh NXC_CACHE_DIR gives the cold figure, the same command again the
 warm one, and after `python bench/gen_tree.py --edit body /tmp/t800/t0000.nx`
-the relink. The second argument prints a cProfile (sorted by it) of the
+the relink. `@FILE` instead of the glob: the gates listed in FILE. The second argument prints a cProfile (sorted by it) of the
 gates, run inside one nxc.deep thread so the profile sees everything. The
 cache bounds are those of `nxc test` over the 800-module tree
 (cache.expect_entries). CPU of this process only: compare runs made with the
@@ -33,7 +33,11 @@ from nxc.gates.execute import Options, run_unit, warm_up
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    files = sorted(glob.glob(sys.argv[1]))
+    if sys.argv[1].startswith("@"):         # @FILE: the gates listed in FILE, one path a line
+        with open(sys.argv[1][1:], encoding="utf-8") as f:
+            files = [line.strip() for line in f if line.strip()]
+    else:
+        files = sorted(glob.glob(sys.argv[1]))
     if not files:
         sys.exit(f"no gates match {sys.argv[1]!r}")
     expect_entries(800)             # as `nxc test` over the 800-module tree
