@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, fields
 from nxc.cache import cache_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound, write_sealed_json
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.check.reuse import DeclReuse
 from nxc.deep import deep
 from nxc.lower.effects import Recorded
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
@@ -121,6 +122,15 @@ class ModuleChecker(Checker):
         if self.func is not None and isinstance(texpr, ast.TypeName):
             self._note_use(self.top.get(texpr.name))
         return super().resolve_type(texpr, allow_void)
+
+
+class GateChecker(DeclReuse, ModuleChecker):
+    """ModuleChecker taking the declarations of modules kept from earlier
+    gates of this process (nxc/check/reuse.py): a gate's worker."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.init_reuse()
 
 
 def module_closures(graph: ModuleGraph, include: list[str] | None, soft_f32: bool) -> dict[str, set[str]]:
@@ -248,20 +258,33 @@ class _Front:
     warnings: list
 
 
-def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False) -> _Front:
+def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False,
+                 reuse: bool = False) -> _Front:
     """Declarations of the whole closure, then the bodies of the modules
     without a clean verdict (and the root's too with `always_root`: a gate's
-    worker needs them to emit its main); records the new clean verdicts."""
+    worker needs them to emit its main); records the new clean verdicts.
+    `reuse`: take the declarations and interface digests of modules kept by
+    earlier checks of this process where they stand (nxc/check/reuse.py)."""
     from nxc.check.frontend import add_import_notes, load_graph
     graph = load_graph(path, include, diags, soft_f32)
-    checker = ModuleChecker(graph, diags, soft_f32)
+    checker = (GateChecker if reuse else ModuleChecker)(graph, diags, soft_f32)
     try:
         funcs = checker.check_declarations()
     except CompileError:
         add_import_notes(graph, diags)
         raise
+    if reuse:
+        checker.remember_declarations(funcs)
     texts = {m.source.path: source_digest(m.source.text) for m in graph.modules}
-    digests = {m.source.path: interface_digest(interface_of(checker, m)) for m in graph.modules}
+    digests = {}
+    for m in graph.modules:
+        p = m.source.path
+        digest = checker.known_interface(p) if reuse else None
+        if digest is None:
+            digest = interface_digest(interface_of(checker, m))
+            if reuse:
+                checker.keep_interface(p, digest)
+        digests[p] = digest
     closures = module_closures(graph, include, soft_f32)
     keys = {p: verdict_key(p, texts[p], closures[p], digests, soft_f32) for p in texts}
     stored = {}
@@ -408,7 +431,7 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     from nxc.check.frontend import gc_paused
     try:
         with gc_paused():
-            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True)
+            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True)
     except RecursionError:
         return None
     if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
