@@ -143,6 +143,8 @@ def test_a_changed_symbol_behind_a_kept_module_declares_it_afresh(tmp_path):
 
 
 def test_the_kept_modules_stay_bounded(tmp_path, monkeypatch):
+    from nxc import cache
+    monkeypatch.setattr(cache, "_working_set", 0)           # scaled_bound(n) is n
     monkeypatch.setattr(reuse, "MEMO_MIN", 3)
     reuse.forget()
     files = {f"m{i}.nx": f"const C{i}: i64 = {i}\nfunc main() -> i64 {{\n    return 0\n}}\n" for i in range(8)}
@@ -166,3 +168,45 @@ def test_a_damaged_verdict_falls_back_to_checking_the_bodies(tmp_path):
     again = check_gate(str(top), [], Diagnostics())
     assert again is not None and again.interfaces == first.interfaces
     assert set(again.checked) >= {os.path.realpath(tmp_path / n) for n in ("leaf.nx", "box.nx")}
+
+
+def test_the_digest_memos_give_the_digest_and_stay_bounded(monkeypatch):
+    import hashlib
+
+    from nxc import index
+    from nxc.diagnostics import SourceFile
+    from nxc.syntax import loader
+    monkeypatch.setattr(index, "_DIGESTS_MIN", 4)
+    monkeypatch.setattr(loader, "_PARSED_MAX", 4)
+    from nxc import cache
+    monkeypatch.setattr(cache, "_working_set", 0)           # scaled_bound(n) is n
+    texts = [f"const C: i64 = {i}\n" for i in range(20)]
+    for text in texts + texts:
+        assert index.source_digest(text) == hashlib.sha256(text.encode()).hexdigest()[:32]
+        assert len(index._DIGESTS) <= 4
+    keys = {loader._parse_key(SourceFile(f"/x/{i}.nx", t)) for i, t in enumerate(texts)}
+    assert len(keys) == len(texts) and len(loader._KEYS) <= 4
+    assert loader._parse_key(SourceFile("/x/0.nx", texts[0])) == loader._parse_key(SourceFile("/x/0.nx", texts[0][:]))
+
+
+def test_the_index_is_loaded_again_only_when_a_gate_has_new_notes_or_another_process_wrote_it(tmp_path, monkeypatch):
+    from nxc.index import ModuleIndex, index_file
+    write(tmp_path, FILES)
+    top = str(tmp_path / "top.nx")
+    index = ModuleIndex()
+    for p in ("leaf.nx", "box.nx", "top.nx"):       # entries for the modules, as the runner makes them
+        index.module(os.path.realpath(tmp_path / p))
+    index.save()
+    loads = []
+    real_load = ModuleIndex.load.__func__
+    monkeypatch.setattr(ModuleIndex, "load", classmethod(lambda cls: loads.append(1) or real_load(cls)))
+    assert check_gate(top, [], Diagnostics()) is not None
+    assert loads and ModuleIndex.load().module(os.path.realpath(top)).get("interface")
+    n = len(loads)
+    assert check_gate(top, [], Diagnostics()) is not None
+    assert len(loads) == n                          # the same notes, the same file: not loaded again
+    blob = open(index_file(), "rb").read()          # another process rewrites the index
+    os.remove(index_file())
+    open(index_file(), "wb").write(blob)
+    assert check_gate(top, [], Diagnostics()) is not None
+    assert len(loads) == n + 1

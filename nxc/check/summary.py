@@ -444,14 +444,43 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
 
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
     """The module index keeps each module's interface digest and verdict key (nxc/index.py)."""
-    from nxc.index import ModuleIndex
+    from nxc.index import ModuleIndex, index_file
+    notes = {(p, texts[p], digests[p], keys[p]) for p in texts}
+    # A worker's gates note mostly what its earlier gates noted: when the
+    # index file is the very one this process last wrote or read (same
+    # identity: no other process replaced it since) and already holds every
+    # note, loading it again (JSON of every module, each entry checked) is
+    # skipped; any other writer changes the identity, and the notes are made
+    # again.
+    if _noted["identity"] is not None and _noted["identity"] == _file_identity(index_file()) \
+            and notes <= _noted["notes"]:
+        return
     try:
         index = ModuleIndex.load()
         for p in texts:
             index.note(p, texts[p], interface=digests[p], verdict=keys[p])
         index.save()
     except Exception:  # noqa: BLE001 - the index is a cache: not noting costs speed only
-        pass
+        _noted["identity"] = None
+        return
+    identity = _file_identity(index_file())
+    if identity != _noted["identity"]:
+        _noted["notes"] = set()
+    _noted["identity"] = identity
+    _noted["notes"] |= notes
+    if len(_noted["notes"]) > scaled_bound(MAX_VERDICTS):
+        _noted["identity"], _noted["notes"] = None, set()
+
+
+_noted: dict = {"identity": None, "notes": set()}      # what this process knows the index file holds
+
+
+def _file_identity(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @deep
