@@ -445,34 +445,26 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
     """The module index keeps each module's interface digest and verdict key (nxc/index.py)."""
     from nxc.index import ModuleIndex, index_file
-    notes = {(p, texts[p], digests[p], keys[p]) for p in texts}
-    # A worker's gates note mostly what its earlier gates noted: when the
+    # A worker's gates note mostly what its earlier gates noted: while the
     # index file is the very one this process last wrote or read (same
-    # identity: no other process replaced it since) and already holds every
-    # note, loading it again (JSON of every module, each entry checked) is
-    # skipped; any other writer changes the identity, and the notes are made
-    # again.
-    if _noted["identity"] is not None and _noted["identity"] == _file_identity(index_file()) \
-            and notes <= _noted["notes"]:
-        return
+    # identity: device, inode, size, mtime; no other process replaced it),
+    # the index this process holds is that file, so it is noted into and
+    # saved without loading it again (JSON of every module, each entry
+    # checked: a tenth of a cold gate's front end). Another writer changes
+    # the identity, and the index is loaded again.
     try:
-        index = ModuleIndex.load()
+        index, path = _noted["index"], index_file()
+        if index is None or _noted["path"] != path or _noted["identity"] != _file_identity(path):
+            index = ModuleIndex.load()
         for p in texts:
             index.note(p, texts[p], interface=digests[p], verdict=keys[p])
         index.save()
+        _noted.update(index=index, path=path, identity=_file_identity(path))
     except Exception:  # noqa: BLE001 - the index is a cache: not noting costs speed only
-        _noted["identity"] = None
-        return
-    identity = _file_identity(index_file())
-    if identity != _noted["identity"]:
-        _noted["notes"] = set()
-    _noted["identity"] = identity
-    _noted["notes"] |= notes
-    if len(_noted["notes"]) > scaled_bound(MAX_VERDICTS):
-        _noted["identity"], _noted["notes"] = None, set()
+        _noted["index"] = None
 
 
-_noted: dict = {"identity": None, "notes": set()}      # what this process knows the index file holds
+_noted: dict = {"index": None, "path": None, "identity": None}      # the index as this process last read or wrote it
 
 
 def _file_identity(path: str):
