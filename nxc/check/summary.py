@@ -22,8 +22,10 @@ verdict depends on more than its closure's interfaces), when the check
 showed warnings (not `-w`) and kept every one of them.
 
 Declarations of the whole closure are still collected from the ASTs (from
-the parse cache) to resolve names: docs/performance.md measures that phase
-against the bodies. `check_module` checks the bodies of one module only and
+the parse cache) to resolve names; in a gate's worker (`check_gate`) those
+of modules an earlier gate of the same process declared are taken again
+where every name they resolve is the same symbol (nxc/check/reuse.py), with
+their interface digests: docs/performance.md measures both. `check_module` checks the bodies of one module only and
 returns a Program with just its functions (for an emitter of that one
 module); `check_incremental` is `nxc check`'s front end; `check_gate` is
 that of a gate's worker in `nxc test` (C backend): the root's bodies are
