@@ -141,7 +141,7 @@ USE_PARSE_CACHE = True     # the front-end benchmark turns it off
 def _parse_key(src: SourceFile) -> str:
     # Kept per (path, text): a gate's worker loads the same files gate after
     # gate, and the sha256 of each text was a tenth of loading its graph.
-    memo_key = (src.path, src.text)
+    memo_key = (_front_end_digest(), src.path, src.text)
     key = _KEYS.get(memo_key)
     if key is None:
         h = hashlib.sha256()
@@ -155,7 +155,7 @@ def _parse_key(src: SourceFile) -> str:
     return key
 
 
-_KEYS: dict[tuple[str, str], str] = {}
+_KEYS: dict[tuple[str, str, str], str] = {}
 
 
 @lru_cache(maxsize=1)
