@@ -268,3 +268,23 @@ def test_nxc_test_results_are_the_same_with_and_without_the_host(tmp_path):
     hosted, direct = run("1"), run("0")
     assert hosted == direct and len(hosted) == 8
     assert {r["status"] for r in hosted.values()} >= {"PASS", "FAIL", "RUNTIME-ERROR", "TIMEOUT"}
+
+
+def test_a_library_that_does_not_hold_its_plan_is_refused_through_the_host(tmp_path, monkeypatch, host):
+    # The host's child binds the library; a mismatch is the same BuildError
+    # (an nxc bug, reported as ERROR) as when the worker opens it itself.
+    from nxc.backend.c import build as c_build
+    from nxc.backend.c import objects
+    from nxc.backend.registry import backend_for
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "lib.nx").write_text("func twice(x: i64) -> i64 {\n    return x * 2\n}\n")
+    (tmp_path / "g.nx").write_text('import "lib.nx"\n\nfunc main() -> i64 {\n    return twice(0)\n}\n')
+    program = check_file(str(tmp_path / "g.nx"), diags=Diagnostics())
+    prepared = backend_for("c").prepare(program, purpose="gate", load=False)
+    binding = prepared.emitted.binding
+    wrong = objects.Binding(binding.bases[:-1] + (("nosuch_000000000000", binding.bases[-1][1]),), binding.root)
+    monkeypatch.setattr(objects.LinkedC, "binding", property(lambda self: wrong))
+    before = host.current().gates
+    with pytest.raises(c_build.BuildError, match="does not hold the modules its link planned"):
+        run_gate(program, "c", timeout=60)
+    assert host.current().gates == before + 1

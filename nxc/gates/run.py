@@ -81,19 +81,30 @@ def _run_in_host(loaded, timeout, capture, memory_limit):
     its child could not even open the library: then the gate runs forked
     from here, which reports whatever is wrong exactly as before."""
     job = getattr(loaded, "gate_job", lambda: None)()
-    host = gate_host.current() if job is not None else None
-    if host is None:
+    hosted = run_job_in_host(job, timeout, capture, memory_limit, interrupt=loaded.interrupt_on_timeout)
+    if hosted is None:
         return None, None
-    try:
-        ended = host.run(job, timeout, capture, memory_limit, interrupt=loaded.interrupt_on_timeout)
-    except gate_host.HostGone:
-        return None, None
-    if ended.kind == "error" or (ended.kind == "ok" and ended.value[0] == "page-too-small"):
-        return None, None
+    ended, page = hosted
     if ended.kind == "ok":
         ended = dataclasses.replace(ended, value=loaded.outcome_of(ended.value))
-    page = host.page
     return ended, lambda: loaded.stack_in(page)
+
+
+def run_job_in_host(job, timeout, capture: bool, memory_limit, interrupt: bool = False):
+    """(Ended whose value is nxc/backend/c/gate_child.py's tuple, the shared
+    stack page) of a C gate job (CLoaded.gate_job) run by this process's gate
+    host; None when there is none, it failed, or its child could not open the
+    library (the caller then runs the gate forked from itself)."""
+    host = gate_host.current() if job is not None else None
+    if host is None:
+        return None
+    try:
+        ended = host.run(job, timeout, capture, memory_limit, interrupt=interrupt)
+    except gate_host.HostGone:
+        return None
+    if ended.kind == "error" or (ended.kind == "ok" and ended.value[0] == "page-too-small"):
+        return None
+    return ended, host.page
 
 
 def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None) -> Outcome:
