@@ -7,8 +7,10 @@ pickled to the parent. This module knows nothing of backends or gates.
 
 What a child costs is mostly the kernel's: the fork copies the page tables
 of the caller's resident memory and the child's exit tears its copy down,
-about 0.1 ms of system time per MB of the caller (a runner worker: 60-240
-MB); the child itself touches a few hundred pages. `gc.freeze()` before
+about 0.1 ms of system time per MB of the caller (a runner worker: 60-700
+MB), and afterwards each page the caller writes takes a copy-on-write
+fault; the child itself touches a few hundred pages. So nxc test's workers
+call this from their small gate host instead (nxc/gates/host.py). `gc.freeze()` before
 the fork was measured not to help (the child runs no collection), so it is
 not done (docs/performance.md, "The processes of a gate").
 """
