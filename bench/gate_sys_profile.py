@@ -71,9 +71,9 @@ def main() -> None:
     opts = Options(read_results=False, record_results=False)
     units = [Unit(f, f, [Item(id=f, path=f, display=f, backend="c", kind="gate")]) for f in files]
     warm_up()
-    gate_host.enable()          # as a worker of nxc test does (NXC_GATE_HOST=0: off)
     os.waitpid = _waitpid
     subprocess.Popen.__init__ = _popen_init
+    gate_host.enable()          # as a worker of nxc test does (NXC_GATE_HOST=0: off)
     r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
 
