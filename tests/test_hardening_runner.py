@@ -39,13 +39,14 @@ func main() -> i64 {
 """
 
 
-def _nxc(*args, cwd=None, timeout=120):
+def _nxc(*args, cwd=None, timeout=600):      # a hang guard, not a time limit: loaded machines are slow
     return subprocess.run([sys.executable, "-m", "nxc", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout)
 
 
-def _group(pgid: int) -> list[int]:
-    pids = []
+def _group(pgid: int) -> dict[int, int]:
+    """The live processes of process group `pgid`: {pid: parent pid}."""
+    procs = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -54,38 +55,152 @@ def _group(pgid: int) -> list[int]:
             except OSError:
                 continue
             if int(fields[2]) == pgid and fields[0] != "Z":
-                pids.append(int(entry))
-    return pids
+                procs[int(entry)] = int(fields[1])
+    return procs
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal and /proc are Linux's")
+def _exe(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return None
+
+
+def _gates(runner: int) -> tuple[set[int], set[int]]:
+    """(workers, gates) of the runner `runner`: its children, and their children
+    that are forks (the interpreter's executable), not compilers or linkers.
+    Counting the group's processes instead took a worker's cc1 and another's
+    `as` or `ld` for two gates: the test killed the runner while it compiled,
+    and its assert, sampling again, often found one of them gone."""
+    procs = _group(runner)
+    workers = {p for p, parent in procs.items() if parent == runner}
+    python = _exe(runner)
+    return workers, {p for p, parent in procs.items() if parent in workers and _exe(p) == python}
+
+
+def _describe(pgid: int) -> str:
+    rows = []
+    for pid, parent in sorted(_group(pgid).items()):
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                rows.append(f"{pid} (parent {parent}): {f.read().strip()}")
+        except OSError:
+            pass
+    return "; ".join(rows) or "none"
+
+
+def _wait_for_two_gates(runner: int, bound: float = 300.0) -> tuple[set[int], set[int]]:
+    """Wait (up to `bound` s, for a loaded machine) until two gates run at once:
+    the same two in two samples, so a worker's fork for a compiler, before its
+    exec, is not taken for one."""
+    deadline = time.monotonic() + bound
+    seen: set[int] = set()
+    while time.monotonic() < deadline:
+        workers, gates = _gates(runner)
+        if len(gates) >= 2 and gates == seen:
+            return workers, gates
+        seen = gates
+        time.sleep(0.1)
+    raise AssertionError(f"two gates never ran at once within {bound:.0f} s; the runner's group: {_describe(runner)}")
+
+
+def _wait_until_gone(pids, bound: float = 60.0) -> set[int]:
+    deadline = time.monotonic() + bound
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = {p for p in left if _alive(p)}
+    return left
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_group(pgid: int) -> None:
+    """Whatever happened, leave no spinning gate to the rest of the suite."""
+    for pid in _group(pgid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal and /proc are Linux's")
+
+
+@LINUX_ONLY
 def test_workers_and_gates_end_when_the_runner_is_killed(tmp_path):
     # Before: after SIGKILL of `nxc test -j 2` its workers lived on forever
     # (each held its peer's pipe end, so none saw EOF).
     for i in range(4):
         (tmp_path / f"loop{i}.nx").write_text(LOOP)
-    proc = subprocess.Popen([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--timeout", "300", str(tmp_path)],
+    # --timeout longer than any wait here: no gate ends on its own.
+    proc = subprocess.Popen([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--timeout", "900", str(tmp_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        # Generous: on a loaded machine two cold gate builds can take a while (it ends once both run).
-        deadline = time.monotonic() + 180
-        while len(_group(proc.pid)) < 5 and time.monotonic() < deadline:     # runner, 2 workers, 2 gates
-            time.sleep(0.1)
-        assert len(_group(proc.pid)) >= 5
+        workers, gates = _wait_for_two_gates(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 20
-        while _group(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = _group(proc.pid)
-        assert left == []
+        left = _wait_until_gone(workers | gates)
+        assert not left, f"alive after the runner's SIGKILL: {_describe(proc.pid)}"
+        assert _wait_until_gone(_group(proc.pid)) == set(), _describe(proc.pid)
     finally:
-        for pid in _group(proc.pid):        # whatever happened, leave no spinning gate to the rest of the suite
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        _kill_group(proc.pid)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# A worker, as the runner's are: it runs a gate through run_isolated, whose
+# child is slowed between the fork and arming its parent-death signal until
+# the worker is gone (what a SIGKILL of the runner does to its workers).
+LATE_CHILD = """
+import os, sys, time
+from nxc.gates import isolate
+folder, worker = sys.argv[1], os.getpid()
+real = isolate.die_with_parent
+
+def late():
+    with open(os.path.join(folder, "gate.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(os.path.join(folder, "gate.tmp"), os.path.join(folder, "gate.pid"))
+    while os.getppid() == worker:
+        time.sleep(0.01)
+    real()
+
+def gate():
+    open(os.path.join(folder, "ran"), "w").close()
+    while True:
+        time.sleep(0.05)
+
+isolate.die_with_parent = late
+isolate.run_isolated(gate, timeout=None)
+"""
+
+
+@LINUX_ONLY
+def test_a_gate_whose_worker_dies_as_it_is_forked_does_not_run(tmp_path):
+    # Before: a gate forked just before its worker was killed armed its
+    # parent-death signal only after the worker was gone; it then ran, and
+    # spun with no one left to stop it (found killing `nxc test -j 2`).
+    proc = subprocess.Popen([sys.executable, "-c", LATE_CHILD, str(tmp_path)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "gate.pid").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        gate = int((tmp_path / "gate.pid").read_text())
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 60
+        while _alive(gate) and not (tmp_path / "ran").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not (tmp_path / "ran").exists(), "the gate ran after its worker died"
+        assert not _alive(gate)
+    finally:
+        _kill_group(proc.pid)
 
 
 def test_special_files_are_skipped_with_a_note(tmp_path):
@@ -94,7 +209,7 @@ def test_special_files_are_skipped_with_a_note(tmp_path):
     os.mkfifo(tmp_path / "p.nx")
     os.symlink("/dev/zero", tmp_path / "z.nx")
     os.symlink(tmp_path / "missing.nx", tmp_path / "broken.nx")
-    proc = _nxc("test", "-q", str(tmp_path), timeout=60)
+    proc = _nxc("test", "-q", str(tmp_path), timeout=600)     # a hang guard: generous for a loaded machine
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
     for name, why in (("p.nx", "a FIFO"), ("z.nx", "a character device"), ("broken.nx", "cannot be read")):
@@ -143,7 +258,9 @@ def test_memory_limit_zero_is_none_and_bad_sizes_are_usage_errors(tmp_path):
 def test_junit_xml_to_a_folder_is_refused_before_running(tmp_path):
     gate = tmp_path / "g.nx"
     gate.write_text(LOOP)
-    proc = _nxc("test", "--junit-xml", str(tmp_path), str(gate), timeout=30)
+    # Refused before running: had it run, the looping gate would end as a
+    # TIMEOUT (status 1, not 2), so the bound only guards against a hang.
+    proc = _nxc("test", "--junit-xml", str(tmp_path), str(gate), timeout=600)
     assert proc.returncode == 2 and "is a folder" in proc.stderr and "Traceback" not in proc.stderr
 
 
