@@ -2,7 +2,6 @@
 captures gate output, bounds gate memory, and writes valid JUnit."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -12,6 +11,8 @@ import time
 from xml.etree import ElementTree as ET
 
 import pytest
+
+from runner_processes import alive, describe, group, kill_group, wait_for_two_gates, wait_until_gone
 
 WRITER = """\
 import "nx_syscalls.nx"
@@ -44,90 +45,6 @@ def _nxc(*args, cwd=None, timeout=600):      # a hang guard, not a time limit: l
                           timeout=timeout)
 
 
-def _group(pgid: int) -> dict[int, int]:
-    """The live processes of process group `pgid`: {pid: parent pid}."""
-    procs = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                procs[int(entry)] = int(fields[1])
-    return procs
-
-
-def _exe(pid: int) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/exe")
-    except OSError:
-        return None
-
-
-def _gates(runner: int) -> tuple[set[int], set[int]]:
-    """(workers, gates) of the runner `runner`: its children, and their children
-    that are forks (the interpreter's executable), not compilers or linkers.
-    Counting the group's processes instead took a worker's cc1 and another's
-    `as` or `ld` for two gates: the test killed the runner while it compiled,
-    and its assert, sampling again, often found one of them gone."""
-    procs = _group(runner)
-    workers = {p for p, parent in procs.items() if parent == runner}
-    python = _exe(runner)
-    return workers, {p for p, parent in procs.items() if parent in workers and _exe(p) == python}
-
-
-def _describe(pgid: int) -> str:
-    rows = []
-    for pid, parent in sorted(_group(pgid).items()):
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                rows.append(f"{pid} (parent {parent}): {f.read().strip()}")
-        except OSError:
-            pass
-    return "; ".join(rows) or "none"
-
-
-def _wait_for_two_gates(runner: int, bound: float = 300.0) -> tuple[set[int], set[int]]:
-    """Wait (up to `bound` s, for a loaded machine) until two gates run at once:
-    the same two in two samples, so a worker's fork for a compiler, before its
-    exec, is not taken for one."""
-    deadline = time.monotonic() + bound
-    seen: set[int] = set()
-    while time.monotonic() < deadline:
-        workers, gates = _gates(runner)
-        if len(gates) >= 2 and gates == seen:
-            return workers, gates
-        seen = gates
-        time.sleep(0.1)
-    raise AssertionError(f"two gates never ran at once within {bound:.0f} s; the runner's group: {_describe(runner)}")
-
-
-def _wait_until_gone(pids, bound: float = 60.0) -> set[int]:
-    deadline = time.monotonic() + bound
-    left = set(pids)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.1)
-        left = {p for p in left if _alive(p)}
-    return left
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _kill_group(pgid: int) -> None:
-    """Whatever happened, leave no spinning gate to the rest of the suite."""
-    for pid in _group(pgid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal and /proc are Linux's")
 
 
@@ -141,14 +58,14 @@ def test_workers_and_gates_end_when_the_runner_is_killed(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--timeout", "900", str(tmp_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        workers, gates = _wait_for_two_gates(proc.pid)
+        workers, gates = wait_for_two_gates(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        left = _wait_until_gone(workers | gates)
-        assert not left, f"alive after the runner's SIGKILL: {_describe(proc.pid)}"
-        assert _wait_until_gone(_group(proc.pid)) == set(), _describe(proc.pid)
+        left = wait_until_gone(workers | gates)
+        assert not left, f"alive after the runner's SIGKILL: {describe(proc.pid)}"
+        assert wait_until_gone(group(proc.pid)) == set(), describe(proc.pid)
     finally:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -195,12 +112,12 @@ def test_a_gate_whose_worker_dies_as_it_is_forked_does_not_run(tmp_path):
         proc.kill()
         proc.wait()
         deadline = time.monotonic() + 60
-        while _alive(gate) and not (tmp_path / "ran").exists() and time.monotonic() < deadline:
+        while alive(gate) and not (tmp_path / "ran").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not (tmp_path / "ran").exists(), "the gate ran after its worker died"
-        assert not _alive(gate)
+        assert not alive(gate)
     finally:
-        _kill_group(proc.pid)
+        kill_group(proc.pid)
 
 
 def test_special_files_are_skipped_with_a_note(tmp_path):
