@@ -34,14 +34,27 @@ def _exe(pid: int) -> str | None:
 
 def workers_and_gates(runner: int) -> tuple[set[int], set[int]]:
     """(workers, gates) of the runner `runner`: its children, and their children
-    that are forks (the interpreter's executable), not compilers or linkers.
+    that are forks (the interpreter's executable), not compilers or linkers,
+    or the forks of their gate hosts.
     Counting the group's processes instead took a worker's cc1 and another's
     `as` or `ld` for two gates: the test killed the runner while it compiled,
     and its assert, sampling again, often found one of them gone."""
     procs = group(runner)
     workers = {p for p, parent in procs.items() if parent == runner}
     python = _exe(runner)
-    return workers, {p for p, parent in procs.items() if parent in workers and _exe(p) == python}
+    forks = {p for p, parent in procs.items() if parent in workers and _exe(p) == python}
+    # A worker's gate host (nxc/gates/host.py) is a Python child of it too,
+    # but not a gate: the gates are the host's forks.
+    hosts = {p for p in forks if _is_gate_host(p)}
+    return workers, (forks - hosts) | {p for p, parent in procs.items() if parent in hosts}
+
+
+def _is_gate_host(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"nxc.gates.host" in f.read()
+    except OSError:
+        return False
 
 
 def describe(pgid: int) -> str:
