@@ -7,8 +7,10 @@ pickled to the parent. This module knows nothing of backends or gates.
 
 What a child costs is mostly the kernel's: the fork copies the page tables
 of the caller's resident memory and the child's exit tears its copy down,
-about 0.1 ms of system time per MB of the caller (a runner worker: 60-240
-MB); the child itself touches a few hundred pages. `gc.freeze()` before
+about 0.1 ms of system time per MB of the caller (a runner worker: 60-700
+MB), and afterwards each page the caller writes takes a copy-on-write
+fault; the child itself touches a few hundred pages. So nxc test's workers
+call this from their small gate host instead (nxc/gates/host.py). `gc.freeze()` before
 the fork was measured not to help (the child runs no collection), so it is
 not done (docs/performance.md, "The processes of a gate").
 """
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 class Ended:
     """How the child ended: "ok" (value is what the callable returned), "error"
     (it raised; message is str() of the exception), "crash" (message: the
-    signal's name or the exit status) or "timeout"."""
+    signal's name or the exit status), "timeout", "memory" (past the
+    memory limit) or "abandoned" (see run_isolated's abandon_fd)."""
     kind: str
     value: object = None
     message: str = ""
@@ -46,7 +49,7 @@ MEMORY_POLL_SECONDS = 0.02
 
 
 def run_isolated(call, timeout: float | None, capture: bool = False, memory_limit: int | None = None,
-                 interrupt: bool = False):
+                 interrupt: bool = False, abandon_fd: int | None = None):
     """Run `call()` in a forked child; its result (any picklable value) comes back in an `Ended`.
 
     capture: the child's stdout and stderr (fds 1 and 2) go to a file, not
@@ -54,18 +57,30 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     resident memory; past it the child is killed and the kind is "memory".
     interrupt=True: at the timeout the child first gets SIGUSR1 and a moment
     to say where it is (the Python backend's stack), then SIGKILL.
+    abandon_fd: a descriptor that becomes readable when whoever asked for
+    this run is gone (the gate host's end of its worker's socket,
+    nxc/gates/host.py): then the child is killed and the kind is
+    "abandoned". The child does not keep it open.
     """
     sys.stdout.flush()
     sys.stderr.flush()
     out = tempfile.TemporaryFile(prefix="nxc-gate-out-") if capture else None
     r, w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
+        if abandon_fd is not None:
+            os.close(abandon_fd)
         # A crash is reported by the parent from the signal; a Python-level
         # fault dump (pytest turns faulthandler on) would only be noise.
         faulthandler.disable()
         die_with_parent()
+        if os.getppid() != parent:
+            # The parent died between the fork and the signal being armed (a
+            # killed runner takes its workers at once): nobody waits for this
+            # gate or would ever stop it, so it must not start.
+            os._exit(70)
         if out is not None:
             _capture_into(out)
         code = 0
@@ -84,12 +99,17 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     os.close(w)
     chunks = []
     deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = over_memory = reaped = False
+    timed_out = over_memory = reaped = abandoned = False
+    watched = [r] if abandon_fd is None else [r, abandon_fd]
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
         if memory_limit is not None:
             wait = MEMORY_POLL_SECONDS if wait is None else min(wait, MEMORY_POLL_SECONDS)
-        ready, _, _ = select.select([r], [], [], wait)
+        ready, _, _ = select.select(watched, [], [], wait)
+        if abandon_fd is not None and abandon_fd in ready:
+            abandoned = True
+            os.kill(pid, signal.SIGKILL)
+            break
         if not ready:
             if memory_limit is not None and resident_bytes(pid) > memory_limit:
                 over_memory = True
@@ -109,6 +129,8 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     if not reaped:
         _, status = os.waitpid(pid, 0)
     output = _read_output(out)
+    if abandoned:
+        return Ended("abandoned", output=output)
     if timed_out:
         return Ended("timeout", output=output)
     if over_memory:
@@ -186,6 +208,12 @@ def die_with_parent() -> None:
     Ctrl-C must not leave a looping gate behind). Python's SIGINT handler only
     runs between bytecodes, never inside a looping C gate, so restore the default."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    kill_with_parent()
+
+
+def kill_with_parent() -> None:
+    """Linux: SIGKILL this process when the thread that started it ends
+    (PR_SET_PDEATHSIG); elsewhere nothing."""
     if _prctl is not None:
         _prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
 

@@ -3,7 +3,7 @@
 Workers are forked from a runner that has already loaded the parser and
 the compiler's identity (`execute.warm_up`), so they start warm; a worker
 that dies takes only its own module down with it (its gate already runs in
-a child of its own).
+a child of its own, forked by the worker's gate host: nxc/gates/host.py).
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import signal
 from collections import deque
 
 from nxc.gates.collect import Item
+from nxc.gates import host as gate_host
 from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
@@ -30,6 +31,10 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
         c.close()
     if parent_pid is not None and os.getppid() != parent_pid:
         return                          # it died before that took effect
+    # Gates' children are forked by a small host process, not by this worker,
+    # which grows with the tree (nxc/gates/host.py); started here, in the main
+    # thread, so that the host dies with the worker.
+    gate_host.enable()
     while True:
         try:
             unit = conn.recv()

@@ -17,7 +17,8 @@ checker interface digests, resolved imports):
 2. the link, from records (nxc/backend/c/recorded.py): object keys,
    objects, the binding (site bases, the root's main), the link key;
 3. the result cache under the same key as the full path's; else link (if
-   the library is not cached) and run `main` in a child, as run_gate does.
+   the library is not cached) and run `main` in a child, as run_gate does
+   (forked by the worker's gate host when it has one, nxc/gates/host.py).
 
 A PASS is reported from here, and so are a TIMEOUT and a MEMORY-LIMIT (their
 reports need no program: the .nx stack of a checked build comes from the
@@ -53,16 +54,14 @@ def run_recorded(unit: Unit, options: Options) -> list[Result] | None:
 
 
 def _run(unit: Unit, options: Options) -> list[Result] | None:
-    from nxc.backend.c import build as c_build
     from nxc.backend.c.closure import closure_orders
     from nxc.backend.c.faults import read_mirror, stack_from
     from nxc.backend.c import objects
-    from nxc.backend.c.backend import bind_linked
-    from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
+    from nxc.backend.c.emit import FAULT_INFO_WORDS
     from nxc.backend.c.recorded import plan_from_records
     from nxc.cache import stamped
     from nxc.gates import results_cache
-    from nxc.gates.isolate import run_isolated
+    from nxc.gates.run import run_job_in_host
 
     start = time.perf_counter()
     root = os.path.realpath(unit.path)
@@ -93,28 +92,20 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         relinked = not (os.path.exists(target) and stamped(target))
         if relinked:
             objects.link_library(target, link.objects, options.opt)
-        lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF + LINK_CDEF)))
-        bind_linked(lib, link.binding)          # the site bases, the root's main (objects.Binding)
         r.build_seconds, r.build_cached, r.relinked = time.perf_counter() - t0, not relinked, relinked
-
-        # Checked C mirrors its .nx stack into a page shared with us, read if
-        # the child is stopped (CLoaded.share_stack does the same).
-        page = mmap.mmap(-1, lib.nxc_stack_bytes()) if options.checked else None
-
-        def call():
-            if page is not None:
-                lib.nxc_stack_mirror(ffi.from_buffer(page), len(page))
-            out = ffi.new("int64_t *")
-            status = lib.nxc_run_main(out)
-            return int(status), int(out[0])
-
         t0 = time.perf_counter()
-        try:
-            ended = run_isolated(call, options.timeout, capture=True, memory_limit=options.memory_limit)
-            stack = stack_from(read_mirror(page), link.sites()) if page is not None and ended.kind == "timeout" else ()
-        finally:
-            if page is not None:
-                page.close()
+        # In nxc test's workers the gate host forks the child (nxc/gates/host.py):
+        # the library is opened and bound there, not here.
+        job = (target, tuple(link.binding.bases), link.binding.root, options.checked, 0, FAULT_INFO_WORDS)
+        hosted = run_job_in_host(job, options.timeout, True, options.memory_limit)
+        if hosted is not None:
+            ended, page = hosted
+            stack = stack_from(read_mirror(page), link.sites()) if options.checked and ended.kind == "timeout" else ()
+            if ended.kind == "ok":          # as `call` below says it: (status, value); anything else: the full path
+                raw = ended.value
+                ended = dataclasses.replace(ended, value=(0, raw[1]) if raw[0] == "returned" else raw[:1])
+        else:
+            ended, stack = _run_forked(target, name, relinked, link, options)
         r.run_seconds = time.perf_counter() - t0
         if ended.kind in ("timeout", "memory"):
             if ended.kind == "timeout":
@@ -135,6 +126,37 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         record_unit_passes(digests, "gate", warnings, [r], options)
     r.seconds = time.perf_counter() - start
     return [r]
+
+
+def _run_forked(target: str, name: str, relinked: bool, link, options: Options):
+    """(Ended, stack after a timeout) of the gate run in a child forked from here."""
+    from nxc.backend.c import build as c_build
+    from nxc.backend.c import objects
+    from nxc.backend.c.backend import bind_linked
+    from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
+    from nxc.backend.c.faults import read_mirror, stack_from
+    from nxc.gates.isolate import run_isolated
+    lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF + LINK_CDEF)))
+    bind_linked(lib, link.binding)          # the site bases, the root's main (objects.Binding)
+
+    # Checked C mirrors its .nx stack into a page shared with us, read if
+    # the child is stopped (CLoaded.share_stack does the same).
+    page = mmap.mmap(-1, lib.nxc_stack_bytes()) if options.checked else None
+
+    def call():
+        if page is not None:
+            lib.nxc_stack_mirror(ffi.from_buffer(page), len(page))
+        out = ffi.new("int64_t *")
+        status = lib.nxc_run_main(out)
+        return int(status), int(out[0])
+
+    try:
+        ended = run_isolated(call, options.timeout, capture=True, memory_limit=options.memory_limit)
+        stack = stack_from(read_mirror(page), link.sites()) if page is not None and ended.kind == "timeout" else ()
+    finally:
+        if page is not None:
+            page.close()
+    return ended, stack
 
 
 # Interface digests noted in the index on disk by other workers, by (module,

@@ -5,7 +5,10 @@ The module is built and loaded here, then the gate runs in a forked child
 only the child, and is its outcome (CRASH with the signal's name, TIMEOUT).
 The child sends back a `protocol.Outcome` built by the backend's
 `run_gate`; the parent adds the timings and the checker's record of the
-`return` that fired.
+`return` that fired. In `nxc test`'s workers a C gate's child is forked by
+the worker's gate host instead (nxc/gates/host.py: a small process, so the
+fork costs little), and sends back the runtime's numbers, which
+CLoaded.outcome_of words here into the same Outcome.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import sys
 import time
 
 from nxc.backend.registry import backend_for
+from nxc.gates import host as gate_host
 from nxc.gates.isolate import run_isolated
 from nxc.gates.protocol import Outcome, Status
 
@@ -36,19 +40,22 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
         print(f"nxc: emit {1000 * prepared.emit_seconds:.1f} ms, "
               f"{what} {1000 * prepared.build_seconds:.1f} ms", file=sys.stderr)
     loaded = prepared.loaded
-    loaded.share_stack()
     start = time.perf_counter()
-    ended = run_isolated(loaded.run_gate, timeout, capture=capture, memory_limit=memory_limit,
-                         interrupt=loaded.interrupt_on_timeout)
+    ended, stack_after_death = _run_in_host(loaded, timeout, capture, memory_limit)
+    if ended is None:       # no host here (or it failed): the child is forked from this process
+        loaded.share_stack()
+        ended = run_isolated(loaded.run_gate, timeout, capture=capture, memory_limit=memory_limit,
+                             interrupt=loaded.interrupt_on_timeout)
+        stack_after_death = loaded.stack_after_death
     seconds = time.perf_counter() - start
     if ended.kind == "ok":
         outcome = ended.value
     elif ended.kind == "timeout":
-        outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=loaded.stack_after_death())
+        outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=stack_after_death())
     elif ended.kind == "memory":
         outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
     elif ended.kind == "crash":
-        outcome = Outcome(Status.CRASH, message=ended.message, stack=loaded.stack_after_death())
+        outcome = Outcome(Status.CRASH, message=ended.message, stack=stack_after_death())
         if backend == "c" and not checked:
             outcome = locate_crash(program, outcome, opt, use_cache, timeout)
     else:       # run_gate raised: nx code cannot make it, so nxc failed; reported as before
@@ -65,6 +72,39 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
                                recompiled=tuple(getattr(built, "recompiled", ())),
                                relinked=getattr(built, "relinked", None),
                                checked=getattr(prepared.emitted, "checked", None) if backend == "c" else None)
+
+
+def _run_in_host(loaded, timeout, capture, memory_limit):
+    """(Ended with the Outcome as its value, how to read the stack after a
+    crash or timeout) of the gate run by this process's gate host
+    (nxc/gates/host.py); (None, None) when there is no host, it failed, or
+    its child could not even open the library: then the gate runs forked
+    from here, which reports whatever is wrong exactly as before."""
+    job = getattr(loaded, "gate_job", lambda: None)()
+    hosted = run_job_in_host(job, timeout, capture, memory_limit, interrupt=loaded.interrupt_on_timeout)
+    if hosted is None:
+        return None, None
+    ended, page = hosted
+    if ended.kind == "ok":
+        ended = dataclasses.replace(ended, value=loaded.outcome_of(ended.value))
+    return ended, lambda: loaded.stack_in(page)
+
+
+def run_job_in_host(job, timeout, capture: bool, memory_limit, interrupt: bool = False):
+    """(Ended whose value is nxc/backend/c/gate_child.py's tuple, the shared
+    stack page) of a C gate job (CLoaded.gate_job) run by this process's gate
+    host; None when there is none, it failed, or its child could not open the
+    library (the caller then runs the gate forked from itself)."""
+    host = gate_host.current() if job is not None else None
+    if host is None:
+        return None
+    try:
+        ended = host.run(job, timeout, capture, memory_limit, interrupt=interrupt)
+    except gate_host.HostGone:
+        return None
+    if ended.kind == "error" or (ended.kind == "ok" and ended.value[0] == "page-too-small"):
+        return None
+    return ended, host.page
 
 
 def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None) -> Outcome:

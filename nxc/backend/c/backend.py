@@ -86,9 +86,13 @@ def bind_linked(lib, binding: "objects.Binding") -> None:
               if lib.nxc_module_bind(m.encode("utf-8"), base, int(m == binding.root)) != 0]
     count, bound = lib.nxc_module_count(), lib.nxc_modules_bound()
     if failed or count != len(binding.bases) or bound != count:
-        raise c_build.BuildError(f"a gate's library does not hold the modules its link planned (this is a bug "
-                                 f"in nxc): {count} registered, {bound} of {len(binding.bases)} bound"
-                                 + (f", not found: {', '.join(failed[:5])}" if failed else ""))
+        raise c_build.BuildError(unbound_message(count, bound, len(binding.bases), failed))
+
+
+def unbound_message(count: int, bound: int, planned: int, failed: list) -> str:
+    return (f"a gate's library does not hold the modules its link planned (this is a bug "
+            f"in nxc): {count} registered, {bound} of {planned} bound"
+            + (f", not found: {', '.join(failed[:5])}" if failed else ""))
 
 
 class CLoaded(base.Loaded):
@@ -96,23 +100,55 @@ class CLoaded(base.Loaded):
 
     def __init__(self, program, emitted, built):
         super().__init__(program, emitted, built)
-        self.lib, self.ffi = c_build.load(built)
         self.checked = bool(getattr(emitted, "checked", False))
-        if isinstance(built, objects.Linked):
-            self._bind(emitted.binding)
+        self._opened = None
+        # A gate's linked library is opened in this process only when it is
+        # used here: a gate run through the gate host (nxc/gates/host.py) is
+        # opened by the host's child alone, so a worker does not map every
+        # library it ran (three mappings each, and each mapping costs every
+        # later fork). Any other build is opened now, as before.
+        if not isinstance(built, objects.Linked):
+            self._open()
         self._page = None               # the shadow stack shared with a gate's child
         self._arg_names: list[str] = []
 
-    def _bind(self, binding: "objects.Binding") -> None:
-        bind_linked(self.lib, binding)
+    def _open(self):
+        if self._opened is None:
+            lib, ffi = c_build.load(self.built)
+            if isinstance(self.built, objects.Linked):
+                bind_linked(lib, self.emitted.binding)
+            self._opened = (lib, ffi)
+        return self._opened
+
+    @property
+    def lib(self):
+        return self._open()[0]
+
+    @property
+    def ffi(self):
+        return self._open()[1]
+
+    def gate_job(self) -> tuple | None:
+        """What a gate host's child needs to run this gate (nxc/backend/c/gate_child.py,
+        `run`): the library, its binding, and the sizes to read back; None when
+        the library is not a plain shared library (an API-mode extension)."""
+        if getattr(self.built, "abi_cdef", None) is None:
+            return None
+        binding = getattr(self.emitted, "binding", None) if isinstance(self.built, objects.Linked) else None
+        return (self.built.path, None if binding is None else tuple(binding.bases),
+                None if binding is None else binding.root, self.checked,
+                self.emitted.capture_slots, FAULT_INFO_WORDS)
 
     # ---- faults and the stack ----
     def _fault(self):
         """(message, innermost site index, stack) of the trap that just happened."""
         info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
         self.lib.nxc_fault_info(info)
-        info = list(info)
-        trap_site = self.lib.nxc_trap_site()
+        frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
+        return self._worded_fault(list(info), self.lib.nxc_trap_site(), frames)
+
+    def _worded_fault(self, info: list, trap_site: int, frames: list):
+        """(message, innermost site index, stack) from the numbers the runtime recorded."""
         sites = self.emitted.sites
         if info[0] != faults.F_NONE:
             site = int(info[7])
@@ -121,7 +157,6 @@ class CLoaded(base.Loaded):
         else:
             site = trap_site
             message = faults.trap_message(info, trap_site, sites)
-        frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
         return message, site, faults.stack_from(frames, sites, site)
 
     def _arg_name(self, k: int):
@@ -135,6 +170,10 @@ class CLoaded(base.Loaded):
         self._page = None
         return faults.stack_from(frames, self.emitted.sites)
 
+    def stack_in(self, page) -> tuple:
+        """The .nx stack a stopped child mirrored into `page` (the gate host's)."""
+        return faults.stack_from(faults.read_mirror(page), self.emitted.sites) if self.checked else ()
+
     def run_gate(self):
         lib = self.lib
         if self._page is not None:          # forked from the runner, which made the page
@@ -142,19 +181,39 @@ class CLoaded(base.Loaded):
         out = self.ffi.new("int64_t *")
         status = lib.nxc_run_main(out)
         if status == 2:
-            return base.no_gate(self.name)
+            return self.outcome_of(("no-gate",))
         if status == 1:
-            message, k, stack = self._fault()
+            info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
+            lib.nxc_fault_info(info)
+            frames = [lib.nxc_stack_frame(k) for k in range(lib.nxc_stack_depth())]
+            return self.outcome_of(("trap", list(info), lib.nxc_trap_site(), frames))
+        value, site = out[0], lib.nxc_gate_site()
+        mask, raw = 0, []
+        if value != 0:
+            raw = [lib.nxc_gate_captured(i) for i in range(self.emitted.capture_slots)]
+            mask = lib.nxc_gate_captured_mask()
+        return self.outcome_of(("returned", value, site, mask, raw))
+
+    def outcome_of(self, raw: tuple):
+        """The `protocol.Outcome` of what a gate's run recorded (run_gate here,
+        or nxc/backend/c/gate_child.py in a gate host's child: the same tuple)."""
+        kind = raw[0]
+        if kind == "no-gate":
+            return base.no_gate(self.name)
+        if kind == "trap":
+            message, k, stack = self._worded_fault(*raw[1:])
             s = site_at(self.emitted.sites, k)
             if s is None:
                 return base.trapped(self.program, None, 0, 0, "", self.name, message=message, stack=stack)
             return base.trapped(self.program, s.path, s.line, s.col, s.what, self.name, message=message,
                                 stack=stack)
-        value, site = out[0], lib.nxc_gate_site()
-        captured = ()
-        if value != 0:
-            raw = [lib.nxc_gate_captured(i) for i in range(self.emitted.capture_slots)]
-            captured = self.emitted.captured(site, lib.nxc_gate_captured_mask(), raw)
+        if kind == "unbound":
+            count, bound, failed = raw[1:]
+            raise c_build.BuildError(unbound_message(count, bound, len(self.emitted.binding.bases), failed))
+        if kind != "returned":
+            raise ValueError(f"a gate's child reported {kind!r}")
+        value, site, mask, raw_slots = raw[1:]
+        captured = self.emitted.captured(site, mask, raw_slots) if value != 0 else ()
         return base.returned(self.program, value, site, captured, self.name)
 
     def share_stack(self) -> None:

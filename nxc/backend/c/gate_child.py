@@ -1,0 +1,88 @@
+"""What a C gate's child does, reduced to numbers: open the library, bind
+it, run `main`, read what the runtime recorded.
+
+The gate host (nxc/gates/host.py) forks each gate's child from a small
+process that has imported nothing of nxc's compiler, so this module imports
+only the standard library (ctypes: no cdef to parse, nothing else to load)
+and returns plain tuples; the worker that asked turns them into an
+`Outcome` with the program's site tables (CLoaded.outcome_of). The entry
+points and their C types are those of emit.GATE_CDEF and LINK_CDEF
+(tests/test_gate_host.py keeps the two lists in step).
+
+The library's code is the same object code whichever process opens it, so
+a gate's values and float32 bits do not depend on which path ran it.
+"""
+from __future__ import annotations
+
+import ctypes
+
+_I, _I32, _I64, _U32 = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32
+_P64 = ctypes.POINTER(ctypes.c_int64)
+# name: (result type, argument types)
+SIGNATURES = {
+    "nxc_run_main": (_I, (_P64,)),
+    "nxc_gate_site": (_I, ()),
+    "nxc_trap_site": (_I, ()),
+    "nxc_gate_captured": (_I64, (_I,)),
+    "nxc_gate_captured_mask": (_U32, ()),
+    "nxc_fault_info": (None, (_P64,)),
+    "nxc_stack_depth": (_I, ()),
+    "nxc_stack_frame": (_I, (_I,)),
+    "nxc_stack_mirror": (_I, (ctypes.c_void_p, _I64)),
+    "nxc_stack_bytes": (_I64, ()),
+    "nxc_module_count": (_I, ()),
+    "nxc_modules_bound": (_I, ()),
+    "nxc_module_bind": (_I, (ctypes.c_char_p, _I32, _I)),
+}
+
+
+class _Lib:
+    """The library's entry points, typed once per open."""
+
+    def __init__(self, path: str):
+        self._dll = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+
+    def __getattr__(self, name: str):
+        fn = getattr(self._dll, name)
+        restype, argtypes = SIGNATURES[name]
+        fn.restype, fn.argtypes = restype, argtypes
+        setattr(self, name, fn)
+        return fn
+
+
+def run(job: tuple, page) -> tuple:
+    """Run one gate in this process (the host's child). `job` is
+    CLoaded.gate_job()'s: (library path, binding bases or None, root,
+    checked, capture slots, fault words). `page`: the shared page the
+    shadow stack is mirrored into (None: not mirrored).
+
+    Returns ("unbound", count, bound, failed) when the library does not hold
+    the modules the link planned, ("no-gate",), ("trap", fault info, trap
+    site, stack frames) or ("returned", value, gate site, captured mask,
+    captured slots)."""
+    path, bases, root, checked, capture_slots, fault_words = job
+    lib = _Lib(path)
+    if bases is not None:
+        failed = [m for m, base in bases if lib.nxc_module_bind(m.encode("utf-8"), base, int(m == root)) != 0]
+        count, bound = lib.nxc_module_count(), lib.nxc_modules_bound()
+        if failed or count != len(bases) or bound != count:
+            return ("unbound", count, bound, failed)
+    if checked and page is not None:
+        if lib.nxc_stack_bytes() > len(page):
+            return ("page-too-small", lib.nxc_stack_bytes())
+        lib.nxc_stack_mirror(ctypes.addressof(ctypes.c_char.from_buffer(page)), len(page))
+    out = ctypes.c_int64(0)
+    status = lib.nxc_run_main(ctypes.byref(out))
+    if status == 2:
+        return ("no-gate",)
+    if status == 1:
+        info = (ctypes.c_int64 * fault_words)()
+        lib.nxc_fault_info(info)
+        frames = [lib.nxc_stack_frame(k) for k in range(lib.nxc_stack_depth())]
+        return ("trap", list(info), lib.nxc_trap_site(), frames)
+    value, site = out.value, lib.nxc_gate_site()
+    mask, raw = 0, []
+    if value != 0:
+        raw = [lib.nxc_gate_captured(i) for i in range(capture_slots)]
+        mask = lib.nxc_gate_captured_mask()
+    return ("returned", value, site, mask, raw)
