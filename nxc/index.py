@@ -34,7 +34,7 @@ import os
 import time
 from functools import lru_cache
 
-from nxc.cache import cache_dir, file_digest, folders_digest, seal, unseal, write_atomically
+from nxc.cache import cache_dir, file_digest, folders_digest, scaled_bound, seal, unseal, write_atomically
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.syntax import ast
 
@@ -56,7 +56,21 @@ def source_digest(text: str) -> str:
 
     The runner's workers digest what they compiled with the same function,
     so a key computed here from the index equals the key a worker records."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    # A gate's worker asks for the digest of each text of its closure some
+    # three times per gate (verdict keys, object keys, the result cache), on
+    # the same str objects the parse cache holds: a lookup by the text (its
+    # hash is kept by the str) instead of a sha256 each time.
+    found = _DIGESTS.get(text)
+    if found is None:
+        found = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        if len(_DIGESTS) >= scaled_bound(_DIGESTS_MIN):
+            _DIGESTS.clear()
+        _DIGESTS[text] = found
+    return found
+
+
+_DIGESTS: dict[str, str] = {}
+_DIGESTS_MIN = 1024         # texts kept (bounded: at least this, twice the run's modules)
 
 
 @lru_cache(maxsize=1)

@@ -15,16 +15,21 @@ from nxc.check.types import (BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntTy
 class DeclChecker(CheckerBase):
     def collect_declarations(self) -> None:
         for module in self.graph.modules:
-            for item in module.items:
-                if isinstance(item, ast.Import):
-                    continue
-                if isinstance(item, ast.FuncDecl) and item.name == "main" and not item.is_extern:
-                    continue   # every module may have its own gate; see function_signatures
-                if isinstance(item, ast.TypeAlias) and item.name in BUILTIN_TYPES \
-                        or isinstance(item, ast.StructDecl) and item.name in BUILTIN_TYPES:
-                    self.diags.error(item.pos, f"'{item.name}' is a built-in type and cannot be redefined")
-                    continue
-                self.declare_top(item, module)
+            self.collect_module(module)
+
+    def collect_module(self, module) -> None:
+        """The top-level names of one module (nxc/check/summary.py reuses a
+        module's from an earlier check instead, where it can)."""
+        for item in module.items:
+            if isinstance(item, ast.Import):
+                continue
+            if isinstance(item, ast.FuncDecl) and item.name == "main" and not item.is_extern:
+                continue   # every module may have its own gate; see function_signatures
+            if isinstance(item, ast.TypeAlias) and item.name in BUILTIN_TYPES \
+                    or isinstance(item, ast.StructDecl) and item.name in BUILTIN_TYPES:
+                self.diags.error(item.pos, f"'{item.name}' is a built-in type and cannot be redefined")
+                continue
+            self.declare_top(item, module)
 
     def declare_top(self, item, module) -> None:
         name = item.name
@@ -151,43 +156,47 @@ class DeclChecker(CheckerBase):
     def function_signatures(self) -> list[Function]:
         funcs = []
         for module in self.graph.modules:
-            for item in module.items:
-                if not isinstance(item, ast.FuncDecl):
-                    continue
-                params = []
-                names: dict[str, ast.Param] = {}
-                for p in item.params:
-                    t = self.resolve_type(p.type_expr)
-                    if p.name in names:
-                        self.diags.error(p.pos, f"parameter '{p.name}' appears twice",
-                                         [Diagnostics.note(names[p.name].pos, "the first one is here")])
-                    names[p.name] = p
-                    if isinstance(t, StructType):
-                        self.diags.error(p.type_expr.pos, f"parameter '{p.name}' has struct type {t}: structs are passed by pointer (*{t})")
-                        t = None
-                    params.append(Symbol("param", p.name, t, p.pos, mutable=True, unique=p.name))
-                ret = VOID if item.ret is None else self.resolve_type(item.ret)
-                if isinstance(ret, StructType):
-                    self.diags.error(item.ret.pos, f"function '{item.name}' returns struct {ret} by value; return a pointer (*{ret})")
-                    ret = None
-                ftype = FuncType(tuple(p.type for p in params), ret)
-                if item.name == "main" and not item.is_extern:
-                    if item.params or ret != I64:
-                        self.diags.error(item.pos, "a module's gate must be declared 'func main() -> i64'")
-                    sym = Symbol("func", "main", ftype, item.pos, decl=item)
-                else:
-                    sym = self.top.get(item.name)
-                    if sym is None or sym.decl is not item:
-                        if sym is not None and sym.kind == "extern" and item.is_extern:
-                            continue            # an identical extern seen before
-                        continue                # a duplicate, already reported
-                    sym.type = ftype
-                if item.is_extern:
-                    self.check_extern(item, ftype)
-                    self.externs.append(sym)
-                    continue
-                funcs.append(Function(sym, item, params, ret, module))
+            self.module_signatures(module, funcs)
         return funcs
+
+    def module_signatures(self, module, funcs: list[Function]) -> None:
+        """The signatures of one module's functions and externs; appends its functions to `funcs`."""
+        for item in module.items:
+            if not isinstance(item, ast.FuncDecl):
+                continue
+            params = []
+            names: dict[str, ast.Param] = {}
+            for p in item.params:
+                t = self.resolve_type(p.type_expr)
+                if p.name in names:
+                    self.diags.error(p.pos, f"parameter '{p.name}' appears twice",
+                                     [Diagnostics.note(names[p.name].pos, "the first one is here")])
+                names[p.name] = p
+                if isinstance(t, StructType):
+                    self.diags.error(p.type_expr.pos, f"parameter '{p.name}' has struct type {t}: structs are passed by pointer (*{t})")
+                    t = None
+                params.append(Symbol("param", p.name, t, p.pos, mutable=True, unique=p.name))
+            ret = VOID if item.ret is None else self.resolve_type(item.ret)
+            if isinstance(ret, StructType):
+                self.diags.error(item.ret.pos, f"function '{item.name}' returns struct {ret} by value; return a pointer (*{ret})")
+                ret = None
+            ftype = FuncType(tuple(p.type for p in params), ret)
+            if item.name == "main" and not item.is_extern:
+                if item.params or ret != I64:
+                    self.diags.error(item.pos, "a module's gate must be declared 'func main() -> i64'")
+                sym = Symbol("func", "main", ftype, item.pos, decl=item)
+            else:
+                sym = self.top.get(item.name)
+                if sym is None or sym.decl is not item:
+                    if sym is not None and sym.kind == "extern" and item.is_extern:
+                        continue            # an identical extern seen before
+                    continue                # a duplicate, already reported
+                sym.type = ftype
+            if item.is_extern:
+                self.check_extern(item, ftype)
+                self.externs.append(sym)
+                continue
+            funcs.append(Function(sym, item, params, ret, module))
 
     def check_extern(self, item: ast.FuncDecl, ftype: FuncType) -> None:
         EXTERNS = externs()
@@ -209,24 +218,26 @@ class DeclChecker(CheckerBase):
     def check_globals(self) -> list[tuple[Symbol, int]]:
         out = []
         for sym in self.top.values():
-            if sym.kind != "global":
-                continue
-            decl: ast.GlobalDecl = sym.decl
-            t = self.resolve_type(decl.type_expr)
-            if isinstance(t, StructType):
-                self.diags.error(decl.type_expr.pos, f"global '{sym.name}' has struct type {t}; allocate it and keep a pointer")
-                t = None
-            if t is None:
-                continue
-            sym.type = t
-            self.func, self.scope = None, Scope(None)
-            vt = self.check_value(decl.value, t)
-            if vt is not None:
-                self.coerce(decl.value, t, f"the initial value of '{sym.name}'")
-                if self.consts.get(decl.value) is None and not self.is_null_pointer(decl.value):
-                    self.diags.error(decl.value.pos, f"the initial value of global '{sym.name}' must be a constant expression")
-            out.append((sym, self.consts.get(decl.value) or 0))
+            if sym.kind == "global":
+                self.check_global(sym, out)
         return out
+
+    def check_global(self, sym: Symbol, out: list) -> None:
+        decl: ast.GlobalDecl = sym.decl
+        t = self.resolve_type(decl.type_expr)
+        if isinstance(t, StructType):
+            self.diags.error(decl.type_expr.pos, f"global '{sym.name}' has struct type {t}; allocate it and keep a pointer")
+            t = None
+        if t is None:
+            return
+        sym.type = t
+        self.func, self.scope = None, Scope(None)
+        vt = self.check_value(decl.value, t)
+        if vt is not None:
+            self.coerce(decl.value, t, f"the initial value of '{sym.name}'")
+            if self.consts.get(decl.value) is None and not self.is_null_pointer(decl.value):
+                self.diags.error(decl.value.pos, f"the initial value of global '{sym.name}' must be a constant expression")
+        out.append((sym, self.consts.get(decl.value) or 0))
 
     def is_null_pointer(self, e: ast.Expr) -> bool:
         return (isinstance(e, ast.Cast) and isinstance(self.types.get(e), PointerType)

@@ -22,8 +22,10 @@ verdict depends on more than its closure's interfaces), when the check
 showed warnings (not `-w`) and kept every one of them.
 
 Declarations of the whole closure are still collected from the ASTs (from
-the parse cache) to resolve names: docs/performance.md measures that phase
-against the bodies. `check_module` checks the bodies of one module only and
+the parse cache) to resolve names; in a gate's worker (`check_gate`) those
+of modules an earlier gate of the same process declared are taken again
+where every name they resolve is the same symbol (nxc/check/reuse.py), with
+their interface digests: docs/performance.md measures both. `check_module` checks the bodies of one module only and
 returns a Program with just its functions (for an emitter of that one
 module); `check_incremental` is `nxc check`'s front end; `check_gate` is
 that of a gate's worker in `nxc test` (C backend): the root's bodies are
@@ -41,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from nxc.cache import cache_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound, write_sealed_json
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.check.reuse import DeclReuse
 from nxc.deep import deep
 from nxc.lower.effects import Recorded
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
@@ -121,6 +124,15 @@ class ModuleChecker(Checker):
         if self.func is not None and isinstance(texpr, ast.TypeName):
             self._note_use(self.top.get(texpr.name))
         return super().resolve_type(texpr, allow_void)
+
+
+class GateChecker(DeclReuse, ModuleChecker):
+    """ModuleChecker taking the declarations of modules kept from earlier
+    gates of this process (nxc/check/reuse.py): a gate's worker."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.init_reuse()
 
 
 def module_closures(graph: ModuleGraph, include: list[str] | None, soft_f32: bool) -> dict[str, set[str]]:
@@ -248,20 +260,33 @@ class _Front:
     warnings: list
 
 
-def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False) -> _Front:
+def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False,
+                 reuse: bool = False) -> _Front:
     """Declarations of the whole closure, then the bodies of the modules
     without a clean verdict (and the root's too with `always_root`: a gate's
-    worker needs them to emit its main); records the new clean verdicts."""
+    worker needs them to emit its main); records the new clean verdicts.
+    `reuse`: take the declarations and interface digests of modules kept by
+    earlier checks of this process where they stand (nxc/check/reuse.py)."""
     from nxc.check.frontend import add_import_notes, load_graph
     graph = load_graph(path, include, diags, soft_f32)
-    checker = ModuleChecker(graph, diags, soft_f32)
+    checker = (GateChecker if reuse else ModuleChecker)(graph, diags, soft_f32)
     try:
         funcs = checker.check_declarations()
     except CompileError:
         add_import_notes(graph, diags)
         raise
+    if reuse:
+        checker.remember_declarations(funcs)
     texts = {m.source.path: source_digest(m.source.text) for m in graph.modules}
-    digests = {m.source.path: interface_digest(interface_of(checker, m)) for m in graph.modules}
+    digests = {}
+    for m in graph.modules:
+        p = m.source.path
+        digest = checker.known_interface(p) if reuse else None
+        if digest is None:
+            digest = interface_digest(interface_of(checker, m))
+            if reuse:
+                checker.keep_interface(p, digest)
+        digests[p] = digest
     closures = module_closures(graph, include, soft_f32)
     keys = {p: verdict_key(p, texts[p], closures[p], digests, soft_f32) for p in texts}
     stored = {}
@@ -408,7 +433,7 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     from nxc.check.frontend import gc_paused
     try:
         with gc_paused():
-            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True)
+            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True)
     except RecursionError:
         return None
     if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
@@ -421,14 +446,35 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
 
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
     """The module index keeps each module's interface digest and verdict key (nxc/index.py)."""
-    from nxc.index import ModuleIndex
+    from nxc.index import ModuleIndex, index_file
+    # A worker's gates note mostly what its earlier gates noted: while the
+    # index file is the very one this process last wrote or read (same
+    # identity: device, inode, size, mtime; no other process replaced it),
+    # the index this process holds is that file, so it is noted into and
+    # saved without loading it again (JSON of every module, each entry
+    # checked: a tenth of a cold gate's front end). Another writer changes
+    # the identity, and the index is loaded again.
     try:
-        index = ModuleIndex.load()
+        index, path = _noted["index"], index_file()
+        if index is None or _noted["path"] != path or _noted["identity"] != _file_identity(path):
+            index = ModuleIndex.load()
         for p in texts:
             index.note(p, texts[p], interface=digests[p], verdict=keys[p])
         index.save()
+        _noted.update(index=index, path=path, identity=_file_identity(path))
     except Exception:  # noqa: BLE001 - the index is a cache: not noting costs speed only
-        pass
+        _noted["index"] = None
+
+
+_noted: dict = {"index": None, "path": None, "identity": None}      # the index as this process last read or wrote it
+
+
+def _file_identity(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @deep

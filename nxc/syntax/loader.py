@@ -139,11 +139,23 @@ USE_PARSE_CACHE = True     # the front-end benchmark turns it off
 
 
 def _parse_key(src: SourceFile) -> str:
-    h = hashlib.sha256()
-    for part in (__version__, _front_end_digest(), src.path, src.text):
-        h.update(part.encode("utf-8", "surrogatepass"))
-        h.update(b"\0")
-    return h.hexdigest()[:32]
+    # Kept per (path, text): a gate's worker loads the same files gate after
+    # gate, and the sha256 of each text was a tenth of loading its graph.
+    memo_key = (_front_end_digest(), src.path, src.text)
+    key = _KEYS.get(memo_key)
+    if key is None:
+        h = hashlib.sha256()
+        for part in (__version__, _front_end_digest(), src.path, src.text):
+            h.update(part.encode("utf-8", "surrogatepass"))
+            h.update(b"\0")
+        key = h.hexdigest()[:32]
+        if len(_KEYS) >= scaled_bound(_PARSED_MAX):
+            _KEYS.clear()
+        _KEYS[memo_key] = key
+    return key
+
+
+_KEYS: dict[tuple[str, str, str], str] = {}
 
 
 @lru_cache(maxsize=1)
