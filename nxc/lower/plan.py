@@ -104,26 +104,44 @@ def _plan(program: Program) -> ProgramPlan:
     # emitted into its module's own object.
     imported_gates = [g.fn for g in program.gates.values() if g.fn is not program.entry]
     for fn in [*checked_functions(program), *imported_gates]:
-        fp = FunctionPlan(fn)
-        for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
-            inc = counter_increment(loop, info)
-            if inc is not None:
-                fp.no_wrap.add(inc)
         gate = gates.get(id(fn))
-        if gate is not None:
-            for gr in gate.returns:
-                pairs = plan_captures(gr.guard, info)
-                if not pairs:
-                    continue
-                slots = [op.slot for _, op in pairs]
-                fp.guards[gr.guard] = GuardPlan(slots, short_circuits(gr.guard))
-                fp.site_slots[gr.site] = slots
-                for e, op in pairs:
-                    fp.capture_slot[e] = op.slot
-                if fn is program.entry:
-                    captures[gr.site] = [op for _, op in pairs]
+        fp, ops = _function_plan(fn, gate, info)
+        if fn is program.entry:
+            captures.update(ops)
         functions[fn] = fp
     return ProgramPlan(program, EvalOrder(info), functions, captures)
+
+
+# Function -> (info, gate, its FunctionPlan, its gate's captured operands by
+# return site): a gate's worker makes a new program each time it checks more
+# bodies (nxc/check/summary.py, Bodies), and a function's plan depends on its
+# own body only (read only once made).
+_FUNCTION_PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _function_plan(fn: Function, gate, info: Info) -> tuple:
+    known = _FUNCTION_PLANS.get(fn)
+    if known is not None and known[0] is info and known[1] is gate:
+        return known[2], known[3]
+    fp = FunctionPlan(fn)
+    ops: dict[int, list[CapturedOperand]] = {}
+    for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
+        inc = counter_increment(loop, info)
+        if inc is not None:
+            fp.no_wrap.add(inc)
+    if gate is not None:
+        for gr in gate.returns:
+            pairs = plan_captures(gr.guard, info)
+            if not pairs:
+                continue
+            slots = [op.slot for _, op in pairs]
+            fp.guards[gr.guard] = GuardPlan(slots, short_circuits(gr.guard))
+            fp.site_slots[gr.site] = slots
+            for e, op in pairs:
+                fp.capture_slot[e] = op.slot
+            ops[gr.site] = [op for _, op in pairs]
+    _FUNCTION_PLANS[fn] = (info, gate, fp, ops)
+    return fp, ops
 
 
 def counter_increment(loop: ast.While, info: Info):
