@@ -1126,29 +1126,30 @@ def copied_c(program: Program, fn: Function, copy_key=None, *, checked: bool, un
     now from its checked body (and kept); None if neither."""
     digest = copy_key(fn) if copy_key is not None else None
     key = (digest, fn.decl.name, checked, unbox_f32)
-    if digest is not None:
-        found = COPIED.get(key)
-        if found is not None:
-            return found
-    per_program = _WRITTEN.get(program)
+    per_program = _FOUND.get(program)
     if per_program is None:
-        per_program = _WRITTEN[program] = {}
+        per_program = _FOUND[program] = {}
     found = per_program.get(key)
     if found is not None:
         return found
-    if not write or not body_checked(program, fn):
-        return None
-    sites: list[Site] = []
-    entry = _function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, site_macro=True,
-                            mark_sites=True)
-    found = per_program[key] = CopiedC(entry, tuple(sites), body_facts(fn, program.info).calls)
     if digest is not None:
-        COPIED.put(key, found)
+        found = COPIED.get(key)
+    if found is None:
+        if not write or not body_checked(program, fn):
+            return None
+        sites: list[Site] = []
+        entry = _function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, site_macro=True,
+                                mark_sites=True)
+        found = CopiedC(entry, tuple(sites), body_facts(fn, program.info).calls)
+        if digest is not None:
+            COPIED.put(key, found)
+    per_program[key] = found
     return found
 
 
-# program -> the CopiedC written from its bodies (a unit's copies are walked, then placed)
-_WRITTEN: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+# program -> the CopiedC found for its units: what copies_unknown found kept is
+# there when the unit is emitted, even if the bounded memo has dropped it since.
+_FOUND: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
 def _in_dependency_order(structs: list, position) -> list:
