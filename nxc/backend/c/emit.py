@@ -995,7 +995,7 @@ def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module]
     vectorize them) as their CopiedC, the prototypes of the
     other imported functions it calls, and the structs and globals of its
     import closure (dependencies first)."""
-    by_name = {fn.decl.name: fn for fn in program.functions}
+    by_name = _by_name(program)
     copies, called, unknown = _walk_copies(program, own, copy_key, checked, unbox_f32, write=True)
     if unknown:         # the caller checks their bodies first (objects.py, LinkedC._check_copies)
         raise RuntimeError(f"copied functions neither checked nor kept: {sorted(fn.decl.name for fn in unknown)}")
@@ -1017,7 +1017,7 @@ def _walk_copies(program: Program, own: list[Function], copy_key, checked: bool,
     `own`, transitively through the copies' own calls. `write`: write the C
     of the checked copies not kept (else their calls are only followed: the
     caller may check more bodies first, a new program)."""
-    by_name = {fn.decl.name: fn for fn in program.functions}
+    by_name = _by_name(program)
     sym = program.info.sym
     own_names = {fn.decl.name for fn in own}
     copies: dict[str, tuple] = {}
@@ -1041,6 +1041,18 @@ def _walk_copies(program: Program, own: list[Function], copy_key, checked: bool,
             copies[name] = (callee, c)
             todo.append(c.calls)
     return copies, called, list(unknown.values())
+
+
+def _by_name(program: Program) -> dict:
+    """The program's functions by name, once per program (each unit of a gate, and
+    the check of its copies before it, ask)."""
+    found = _BY_NAME.get(program)
+    if found is None:
+        found = _BY_NAME[program] = {fn.decl.name: fn for fn in program.functions}
+    return found
+
+
+_BY_NAME: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
 def copies_unknown(program: Program, own: list[Function], *, checked: bool, unbox_f32: bool,
