@@ -10,12 +10,14 @@ their bodies again. What is checked here:
   effects of a function the helper calls, in another module), the kept text
   is not used: the unit is the fresh worker's again;
 - a gate whose helpers are kept does not check their bodies;
-- the memo stays within its bound.
+- the memo stays within its bound, and no memo keeps a gate's program alive.
 """
 from __future__ import annotations
 
+import gc
 import os
 import textwrap
+import weakref
 
 from nxc.backend.c import emit
 from nxc.backend.c.objects import LinkedC
@@ -149,3 +151,17 @@ def test_the_kept_copies_stay_bounded(tmp_path, monkeypatch):
         assert emit.COPIED.stored >= 8
     assert kept == _as_fresh_worker(root)
     assert len(emit.COPIED.entries) <= 3
+
+
+def test_a_worker_keeps_no_program_alive(tmp_path):
+    """The per-program and per-function memos of the lowering and the emitter
+    are weak: once a gate is done, nothing of its program stays (a plan that
+    held its program kept every program a long-lived worker planned)."""
+    _, a, b = _tree(tmp_path)
+    assert _gate(a).passed
+    _, linked = _emit_root(b)
+    program = weakref.ref(linked.program)
+    main = weakref.ref(linked.program.entry)
+    del linked
+    gc.collect()
+    assert program() is None and main() is None
