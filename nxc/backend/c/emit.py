@@ -1018,7 +1018,6 @@ def _walk_copies(program: Program, own: list[Function], copy_key, checked: bool,
     of the checked copies not kept (else their calls are only followed: the
     caller may check more bodies first, a new program)."""
     by_name = _by_name(program)
-    sym = program.info.sym
     own_names = {fn.decl.name for fn in own}
     copies: dict[str, tuple] = {}
     called: set[str] = set()
