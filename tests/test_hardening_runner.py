@@ -2,7 +2,6 @@
 captures gate output, bounds gate memory, and writes valid JUnit."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -12,6 +11,8 @@ import time
 from xml.etree import ElementTree as ET
 
 import pytest
+
+from runner_processes import alive, describe, group, kill_group, wait_for_two_gates, wait_until_gone
 
 WRITER = """\
 import "nx_syscalls.nx"
@@ -39,53 +40,84 @@ func main() -> i64 {
 """
 
 
-def _nxc(*args, cwd=None, timeout=120):
+def _nxc(*args, cwd=None, timeout=600):      # a hang guard, not a time limit: loaded machines are slow
     return subprocess.run([sys.executable, "-m", "nxc", *args], capture_output=True, text=True, cwd=cwd,
                           timeout=timeout)
 
 
-def _group(pgid: int) -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                pids.append(int(entry))
-    return pids
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal and /proc are Linux's")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal and /proc are Linux's")
+@LINUX_ONLY
 def test_workers_and_gates_end_when_the_runner_is_killed(tmp_path):
     # Before: after SIGKILL of `nxc test -j 2` its workers lived on forever
     # (each held its peer's pipe end, so none saw EOF).
     for i in range(4):
         (tmp_path / f"loop{i}.nx").write_text(LOOP)
-    proc = subprocess.Popen([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--timeout", "300", str(tmp_path)],
+    # --timeout longer than any wait here: no gate ends on its own.
+    proc = subprocess.Popen([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--timeout", "900", str(tmp_path)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        # Generous: on a loaded machine two cold gate builds can take a while (it ends once both run).
-        deadline = time.monotonic() + 180
-        while len(_group(proc.pid)) < 5 and time.monotonic() < deadline:     # runner, 2 workers, 2 gates
-            time.sleep(0.1)
-        assert len(_group(proc.pid)) >= 5
+        workers, gates = wait_for_two_gates(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 20
-        while _group(proc.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        left = _group(proc.pid)
-        assert left == []
+        left = wait_until_gone(workers | gates)
+        assert not left, f"alive after the runner's SIGKILL: {describe(proc.pid)}"
+        assert wait_until_gone(group(proc.pid)) == set(), describe(proc.pid)
     finally:
-        for pid in _group(proc.pid):        # whatever happened, leave no spinning gate to the rest of the suite
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_group(proc.pid)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# A worker, as the runner's are: it runs a gate through run_isolated, whose
+# child is slowed between the fork and arming its parent-death signal until
+# the worker is gone (what a SIGKILL of the runner does to its workers).
+LATE_CHILD = """
+import os, sys, time
+from nxc.gates import isolate
+folder, worker = sys.argv[1], os.getpid()
+real = isolate.die_with_parent
+
+def late():
+    with open(os.path.join(folder, "gate.tmp"), "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(os.path.join(folder, "gate.tmp"), os.path.join(folder, "gate.pid"))
+    while os.getppid() == worker:
+        time.sleep(0.01)
+    real()
+
+def gate():
+    open(os.path.join(folder, "ran"), "w").close()
+    while True:
+        time.sleep(0.05)
+
+isolate.die_with_parent = late
+isolate.run_isolated(gate, timeout=None)
+"""
+
+
+@LINUX_ONLY
+def test_a_gate_whose_worker_dies_as_it_is_forked_does_not_run(tmp_path):
+    # Before: a gate forked just before its worker was killed armed its
+    # parent-death signal only after the worker was gone; it then ran, and
+    # spun with no one left to stop it (found killing `nxc test -j 2`).
+    proc = subprocess.Popen([sys.executable, "-c", LATE_CHILD, str(tmp_path)], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "gate.pid").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        gate = int((tmp_path / "gate.pid").read_text())
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 60
+        while alive(gate) and not (tmp_path / "ran").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not (tmp_path / "ran").exists(), "the gate ran after its worker died"
+        assert not alive(gate)
+    finally:
+        kill_group(proc.pid)
 
 
 def test_special_files_are_skipped_with_a_note(tmp_path):
@@ -94,7 +126,7 @@ def test_special_files_are_skipped_with_a_note(tmp_path):
     os.mkfifo(tmp_path / "p.nx")
     os.symlink("/dev/zero", tmp_path / "z.nx")
     os.symlink(tmp_path / "missing.nx", tmp_path / "broken.nx")
-    proc = _nxc("test", "-q", str(tmp_path), timeout=60)
+    proc = _nxc("test", "-q", str(tmp_path), timeout=600)     # a hang guard: generous for a loaded machine
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed" in proc.stdout
     for name, why in (("p.nx", "a FIFO"), ("z.nx", "a character device"), ("broken.nx", "cannot be read")):
@@ -143,7 +175,9 @@ def test_memory_limit_zero_is_none_and_bad_sizes_are_usage_errors(tmp_path):
 def test_junit_xml_to_a_folder_is_refused_before_running(tmp_path):
     gate = tmp_path / "g.nx"
     gate.write_text(LOOP)
-    proc = _nxc("test", "--junit-xml", str(tmp_path), str(gate), timeout=30)
+    # Refused before running: had it run, the looping gate would end as a
+    # TIMEOUT (status 1, not 2), so the bound only guards against a hang.
+    proc = _nxc("test", "--junit-xml", str(tmp_path), str(gate), timeout=600)
     assert proc.returncode == 2 and "is a folder" in proc.stderr and "Traceback" not in proc.stderr
 
 

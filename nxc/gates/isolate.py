@@ -59,6 +59,7 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     sys.stderr.flush()
     out = tempfile.TemporaryFile(prefix="nxc-gate-out-") if capture else None
     r, w = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
@@ -66,6 +67,11 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
         # fault dump (pytest turns faulthandler on) would only be noise.
         faulthandler.disable()
         die_with_parent()
+        if os.getppid() != parent:
+            # The parent died between the fork and the signal being armed (a
+            # killed runner takes its workers at once): nobody waits for this
+            # gate or would ever stop it, so it must not start.
+            os._exit(70)
         if out is not None:
             _capture_into(out)
         code = 0
