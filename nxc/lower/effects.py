@@ -17,6 +17,7 @@ recursive function is in neither):
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 from nxc.lower.may_unmap import may_unmap
@@ -59,26 +60,78 @@ def unmapping(program) -> set[str]:
     """may_unmap over a program some of whose bodies were not checked: those
     functions' answers come from their records, the fixed point runs over the rest."""
     rec = recorded(program)
+    info = program.info
+    calls_of = lambda fn: body_facts(fn, info).calls     # noqa: E731
     if rec is None:
-        return may_unmap(program)
-    return may_unmap(program, checked_functions(program), rec.may_unmap)
+        return may_unmap(program, calls_of=calls_of)
+    return may_unmap(program, checked_functions(program), rec.may_unmap, calls_of)
+
+
+def body_checked(program, fn) -> bool:
+    """Whether `program` checked `fn`'s body (its side tables name what it calls)."""
+    rec = recorded(program)
+    return rec is None or fn.decl.name not in rec.unchecked
+
+
+@dataclass(frozen=True)
+class BodyFacts:
+    """What the analyses and the emitters ask of one checked body, found in one walk."""
+    calls: frozenset            # names of the functions and externs it calls (may_unmap.calls_in)
+    callees: frozenset | None   # the same, or None if some call's target is not a plain name
+    touches_memory: bool        # an access, an address taken, a global assigned
+    loud: bool                  # that, or a loop, a division or remainder (a trap or a hang)
+
+
+def body_facts(fn, info) -> BodyFacts:
+    """`fn`'s BodyFacts (its body checked, `info` the checker's tables), once
+    per function: a gate's worker makes a new program each time it checks
+    more bodies (nxc/check/summary.py, Bodies), and each program's fixed
+    points, plan and emitters ask again about the same bodies."""
+    known = _FACTS.get(fn)
+    if known is not None and known[0] is info:
+        return known[1]
+    facts = _walk(fn.decl.body, info)
+    _FACTS[fn] = (info, facts)
+    return facts
+
+
+_FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _walk(body, info) -> BodyFacts:
+    calls, plain, memory, loud = set(), True, False, False
+    for n in ast.walk(body):
+        if isinstance(n, ast.Call):
+            s = info.sym(n.func)
+            if s is None or not isinstance(n.func, ast.Name):
+                plain = False
+            if s is not None:
+                calls.add(s.name)
+        elif is_access(n) or (isinstance(n, ast.Unary) and n.op == "&"):
+            memory = True
+        elif isinstance(n, ast.Assign):
+            if isinstance(n.target, ast.Name):
+                s = info.sym(n.target)
+                if s is None or s.kind not in ("local", "param"):
+                    memory = True
+            if n.op in ("/=", "%="):
+                loud = True
+        elif isinstance(n, ast.While) or (isinstance(n, ast.Binary) and n.op in ("/", "%")):
+            loud = True
+    return BodyFacts(frozenset(calls), frozenset(calls) if plain else None, memory, loud or memory)
 
 
 def memory_free(program) -> set[str]:
     """Names of the functions and externs that touch no memory (see the module doc)."""
-    return _fixed_point(program, lambda body, info: _touches_memory(body, info))
+    return _fixed_point(program, "memory_free")
 
 
 def silent(program) -> set[str]:
     """Names of the functions and externs that cannot trap, spin or touch memory."""
-    def loud(body, info):
-        return _touches_memory(body, info) or any(
-            isinstance(n, ast.While) or (isinstance(n, ast.Binary) and n.op in ("/", "%")) or
-            (isinstance(n, ast.Assign) and n.op in ("/=", "%=")) for n in ast.walk(body))
-    return _fixed_point(program, loud, "silent")
+    return _fixed_point(program, "silent")
 
 
-def _fixed_point(program, disqualified, kind: str = "memory_free") -> set[str]:
+def _fixed_point(program, kind: str) -> set[str]:
     info = program.info
     found = {sym.name for sym in program.externs if sym.name not in MEMORY_EXTERNS}
     rec = recorded(program)
@@ -86,8 +139,9 @@ def _fixed_point(program, disqualified, kind: str = "memory_free") -> set[str]:
         found |= getattr(rec, kind)
     calls = {}
     for fn in checked_functions(program):
-        if not disqualified(fn.decl.body, info):
-            calls[fn.decl.name] = _callees(fn.decl.body, info)
+        facts = body_facts(fn, info)
+        if not (facts.loud if kind == "silent" else facts.touches_memory):
+            calls[fn.decl.name] = facts.callees
     changed = True
     while changed:
         changed = False
@@ -96,29 +150,6 @@ def _fixed_point(program, disqualified, kind: str = "memory_free") -> set[str]:
                 found.add(name)
                 changed = True
     return found
-
-
-def _touches_memory(body, info) -> bool:
-    for n in ast.walk(body):
-        if is_access(n) or (isinstance(n, ast.Unary) and n.op == "&"):
-            return True
-        if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
-            s = info.sym(n.target)
-            if s is None or s.kind not in ("local", "param"):
-                return True
-    return False
-
-
-def _callees(body, info):
-    """Names a body calls, or None if some call's target is not a plain name."""
-    out = set()
-    for n in ast.walk(body):
-        if isinstance(n, ast.Call):
-            s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
-            if s is None:
-                return None
-            out.add(s.name)
-    return out
 
 
 def is_access(n) -> bool:

@@ -34,15 +34,16 @@ def has_loop(node) -> bool:
     return False
 
 
-def may_unmap(program, functions=None, known=()) -> set[str]:
+def may_unmap(program, functions=None, known=(), calls_of=None) -> set[str]:
     """Names of the program's functions from which a call can reach sys_munmap
     (and "sys_munmap" itself). `functions`: the ones whose bodies to walk
     (default: all); `known`: names already known to reach it (the answers
-    recorded for functions whose bodies were not checked: nxc/lower/effects.py)."""
+    recorded for functions whose bodies were not checked: nxc/lower/effects.py);
+    `calls_of(fn)`: the names fn calls, if already known (default: calls_in)."""
     info = getattr(program, "info", None)
     sym = info.sym if info is not None else _symbol
-    callees = {fn.decl.name: calls_in(fn.decl.body, sym)
-               for fn in (program.functions if functions is None else functions)}
+    calls_of = calls_of or (lambda fn: calls_in(fn.decl.body, sym))
+    callees = {fn.decl.name: calls_of(fn) for fn in (program.functions if functions is None else functions)}
     result = {"sys_munmap", *known}
     changed = True
     while changed:

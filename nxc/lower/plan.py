@@ -77,7 +77,9 @@ class EvalOrder:
 
 @dataclass
 class ProgramPlan:
-    program: Program
+    # No reference to the program: _PLANS holds the plans weakly keyed by
+    # their programs, and a plan that held its program kept every program a
+    # long-lived worker ever planned (and all that is keyed by them) alive.
     order: EvalOrder
     functions: dict[Function, FunctionPlan]
     # the root's gate return site -> the guard operands its gate records
@@ -104,26 +106,47 @@ def _plan(program: Program) -> ProgramPlan:
     # emitted into its module's own object.
     imported_gates = [g.fn for g in program.gates.values() if g.fn is not program.entry]
     for fn in [*checked_functions(program), *imported_gates]:
-        fp = FunctionPlan(fn)
-        for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
-            inc = counter_increment(loop, info)
-            if inc is not None:
-                fp.no_wrap.add(inc)
         gate = gates.get(id(fn))
-        if gate is not None:
-            for gr in gate.returns:
-                pairs = plan_captures(gr.guard, info)
-                if not pairs:
-                    continue
-                slots = [op.slot for _, op in pairs]
-                fp.guards[gr.guard] = GuardPlan(slots, short_circuits(gr.guard))
-                fp.site_slots[gr.site] = slots
-                for e, op in pairs:
-                    fp.capture_slot[e] = op.slot
-                if fn is program.entry:
-                    captures[gr.site] = [op for _, op in pairs]
+        fp, ops = _function_plan(fn, gate, info)
+        if fn is program.entry:
+            captures.update(ops)
         functions[fn] = fp
-    return ProgramPlan(program, EvalOrder(info), functions, captures)
+    return ProgramPlan(EvalOrder(info), functions, captures)
+
+
+# Function -> (info, whether planned as a gate, its FunctionPlan's tables, its
+# gate's captured operands by return site): a gate's worker makes a new
+# program each time it checks more bodies (nxc/check/summary.py, Bodies), and
+# a function's plan depends on its own body only (read only once made). The
+# value holds nothing that refers to the function (a FunctionPlan does), or
+# the entry would never go.
+_FUNCTION_PLANS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _function_plan(fn: Function, gate, info: Info) -> tuple:
+    known = _FUNCTION_PLANS.get(fn)
+    if known is not None and known[0] is info and known[1] == (gate is not None):
+        _, _, tables, ops = known
+        return FunctionPlan(fn, *tables), ops
+    fp = FunctionPlan(fn)
+    ops: dict[int, list[CapturedOperand]] = {}
+    for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
+        inc = counter_increment(loop, info)
+        if inc is not None:
+            fp.no_wrap.add(inc)
+    if gate is not None:
+        for gr in gate.returns:
+            pairs = plan_captures(gr.guard, info)
+            if not pairs:
+                continue
+            slots = [op.slot for _, op in pairs]
+            fp.guards[gr.guard] = GuardPlan(slots, short_circuits(gr.guard))
+            fp.site_slots[gr.site] = slots
+            for e, op in pairs:
+                fp.capture_slot[e] = op.slot
+            ops[gr.site] = [op for _, op in pairs]
+    _FUNCTION_PLANS[fn] = (info, gate is not None, (fp.capture_slot, fp.guards, fp.site_slots, fp.no_wrap), ops)
+    return fp, ops
 
 
 def counter_increment(loop: ast.While, info: Info):

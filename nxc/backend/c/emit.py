@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 
@@ -36,7 +37,7 @@ from nxc.deep import deep
 from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop
-from nxc.lower.effects import memory_free, recorded, silent, unmapping
+from nxc.lower.effects import body_checked, body_facts, memory_free, recorded, silent, unmapping
 from nxc.lower.hoist import LoopPlan, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -145,12 +146,15 @@ class FunctionEmitter(FunctionEmitterBase):
 
     def __init__(self, program: Program, fn: Function, sites: list[Site], gate: bool, unbox_f32: bool = True,
                  checked: bool = False, may_unmap: frozenset = frozenset(), memory_free: frozenset = frozenset(),
-                 silent: frozenset = frozenset(), site_macro: bool = False):
+                 silent: frozenset = frozenset(), site_macro: bool = False, mark_sites: bool = False):
         super().__init__(program, fn, gate)
         # A module's own object numbers its sites from 0 and writes them as
         # NX_SITE(k), its ordinal in the link added (module.c.j2); a
-        # single-file build writes the number itself.
+        # single-file build writes the number itself. `mark_sites`: each as
+        # a mark of its index in `sites` (CopiedC: a copy's C is kept once
+        # per worker and numbered where a unit places it).
         self.site_macro = site_macro
+        self.mark_sites = mark_sites
         # Checked mode (the default of nxc run/test/load): every memory access
         # goes through NXRT_CHK, every call and loop head keeps the shadow
         # stack (runtime/nx_runtime.h). All of it is written by the helpers in
@@ -182,7 +186,7 @@ class FunctionEmitter(FunctionEmitterBase):
         # it) stores no site either.
         self.silent = silent
         self.loud = own_function_names(program) - silent
-        self.framed = checked and (has_loop(fn.decl.body) or bool(calls_in(fn.decl.body, self.sym) & self.loud))
+        self.framed = checked and (has_loop(fn.decl.body) or bool(body_facts(fn, self.info).calls & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
         self.float_locals = unboxed_locals(fn.decl.body, self.info) if unbox_f32 else set()
@@ -209,6 +213,8 @@ class FunctionEmitter(FunctionEmitterBase):
         """A new site at `pos`: the C expression of its id."""
         self.sites.append(Site(pos.file.path, pos.line, pos.col, what, kind, self.fn.decl.name))
         k = len(self.sites) - 1
+        if self.mark_sites:
+            return f"{_SITE_MARK}{k}{_SITE_MARK}"
         return f"NX_SITE({k})" if self.site_macro else str(k)
 
     # ---- statements ----
@@ -809,7 +815,7 @@ def is_copied_into_importers(fn: Function, program: Program) -> bool:
     if found is None:
         found = memo[fn.decl.name] = (
             is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
-            and not any(name.startswith("sys_") for name in calls_in(fn.decl.body, program.info.sym)))
+            and not any(name.startswith("sys_") for name in body_facts(fn, program.info).calls))
     return found
 
 
@@ -859,13 +865,15 @@ _INT_TYPES = [("i8", "int8_t", "uint8_t", 8, True), ("i16", "int16_t", "uint16_t
 
 
 def _function_entry(program: Program, fn: Function, sites: list[Site], *, checked: bool, unbox_f32: bool,
-                    linkage: str = "static", site_macro: bool = False, name: str | None = None) -> dict:
+                    linkage: str = "static", site_macro: bool = False, name: str | None = None,
+                    mark_sites: bool = False) -> dict:
     """The template's record of one function: its declarator, prototype and
-    body (`name`: its C name, when not nxf_ and its nx name)."""
+    body (`name`: its C name, when not nxf_ and its nx name; `mark_sites`:
+    its site numbers marked, see CopiedC)."""
     fx = effects_of(program, checked)
     body = FunctionEmitter(program, fn, sites, gate=is_gate(program, fn), unbox_f32=unbox_f32,
                            checked=checked, may_unmap=fx.may_unmap, memory_free=fx.memory_free, silent=fx.silent,
-                           site_macro=site_macro).body()
+                           site_macro=site_macro, mark_sites=mark_sites).body()
     sig = signature(fn, linkage, name)
     return {"signature": sig, "prototype": signature(fn, "extern", name) if linkage == "module" else sig,
             "body": body, "line": fn.decl.pos.line, "path": _c_string(fn.decl.pos.file.path)}
@@ -979,38 +987,180 @@ def gate_symbol(module: ast.Module) -> str:
     return "nxm_main_" + module_c_id(module)
 
 
-def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module]):
+def _unit_parts(program: Program, own: list[Function], closure: list[ast.Module], *, checked: bool,
+                unbox_f32: bool, copy_key=None):
     """What a unit holding `own` declares around it: the small straight-line
     imported functions it copies (is_copied_into_importers: like a C header's
     static inline functions, so that a kernel's loop can still inline and
-    vectorize them), the prototypes of the
+    vectorize them) as their CopiedC, the prototypes of the
     other imported functions it calls, and the structs and globals of its
     import closure (dependencies first)."""
-    by_name = {fn.decl.name: fn for fn in program.functions}
-    sym = program.info.sym
-    own_names = {fn.decl.name for fn in own}
-    copies: dict[str, Function] = {}
-    called: set[str] = set()
-    todo = list(own)
-    while todo:
-        fn = todo.pop()
-        for name in calls_in(fn.decl.body, sym):
-            callee = by_name.get(name)
-            if callee is None or name in own_names or name in copies:
-                continue
-            if is_copied_into_importers(callee, program):
-                copies[name] = callee
-                todo.append(callee)
-            else:
-                called.add(name)
+    by_name = _by_name(program)
+    copies, called, unknown = _walk_copies(program, own, copy_key, checked, unbox_f32, write=True)
+    if unknown:         # the caller checks their bodies first (objects.py, LinkedC._check_copies)
+        raise RuntimeError(f"copied functions neither checked nor kept: {sorted(fn.decl.name for fn in unknown)}")
     order = {m.source.path: k for k, m in enumerate(closure)}
     position = lambda pos: (order.get(pos.file.path, len(order)), pos.line, pos.col)   # noqa: E731
-    copied = sorted(copies.values(), key=lambda fn: position(fn.decl.pos))
+    copied = sorted(copies.values(), key=lambda c: position(c[0].decl.pos))
     imported = [signature(by_name[n], "extern") for n in sorted(called)]
     paths = set(order)
     structs = _in_dependency_order([st for st in program.structs if st.pos is not None and st.pos.file.path in paths],
                                    position)
-    return copied, imported, structs, paths, position
+    return [c for _, c in copied], imported, structs, paths, position
+
+
+def _walk_copies(program: Program, own: list[Function], copy_key, checked: bool, unbox_f32: bool,
+                 write: bool):
+    """(name -> (function, its CopiedC), names of the other imported functions
+    called, the copied functions whose C can be had neither from the kept
+    copies nor from this program (bodies not checked here)) of a unit holding
+    `own`, transitively through the copies' own calls. `write`: write the C
+    of the checked copies not kept (else their calls are only followed: the
+    caller may check more bodies first, a new program)."""
+    by_name = _by_name(program)
+    own_names = {fn.decl.name for fn in own}
+    copies: dict[str, tuple] = {}
+    called: set[str] = set()
+    unknown: dict[str, Function] = {}
+    todo = [body_facts(fn, program.info).calls for fn in own]
+    while todo:
+        for name in todo.pop():
+            callee = by_name.get(name)
+            if callee is None or name in own_names or name in copies or name in unknown:
+                continue
+            if not is_copied_into_importers(callee, program):
+                called.add(name)
+                continue
+            c = copied_c(program, callee, copy_key, checked=checked, unbox_f32=unbox_f32, write=write)
+            if c is None:
+                if not body_checked(program, callee):
+                    unknown[name] = callee
+                    continue
+                c = body_facts(callee, program.info)        # not written now: its calls only
+            copies[name] = (callee, c)
+            todo.append(c.calls)
+    return copies, called, list(unknown.values())
+
+
+def _by_name(program: Program) -> dict:
+    """The program's functions by name, once per program (each unit of a gate, and
+    the check of its copies before it, ask)."""
+    found = _BY_NAME.get(program)
+    if found is None:
+        found = _BY_NAME[program] = {fn.decl.name: fn for fn in program.functions}
+    return found
+
+
+_BY_NAME: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
+
+
+def copies_unknown(program: Program, own: list[Function], *, checked: bool, unbox_f32: bool,
+                   copy_key=None) -> list[Function]:
+    """The functions a unit holding `own` copies (transitively) whose bodies
+    must be checked before it is emitted: neither checked in `program` nor
+    kept (CopiedC, under `copy_key`)."""
+    return _walk_copies(program, own, copy_key, checked, unbox_f32, write=False)[2]
+
+
+_SITE_MARK = "\0"      # never in emitted C: paths and strings are escaped (nxc/backend/escape.py)
+
+
+@dataclass(frozen=True)
+class CopiedC:
+    """The C of a function as each unit that copies it holds it (`static
+    inline`, emit_module_c), with its site numbers marked: a unit numbers
+    them from where it places the copy (`placed`), so one text serves every
+    unit. Kept per worker process (`CopiedMemo`): a gate's worker emits the
+    same float32 helpers into almost every root's object, and without the
+    kept text it would have to check their bodies and compute the effects of
+    its program again to write them."""
+    entry: dict             # _function_entry's fields; read only
+    sites: tuple            # the sites its body adds, in order
+    calls: frozenset        # the names its body calls (calls_in)
+
+    def placed(self, sites: list) -> dict:
+        """Its template fields at the end of a unit's `sites` (which it extends)."""
+        base = len(sites)
+        sites.extend(self.sites)
+        if not self.sites:
+            return self.entry
+        body = [_number_sites(line, base) if _SITE_MARK in line else line for line in self.entry["body"]]
+        return {**self.entry, "body": body}
+
+
+def _number_sites(line: str, base: int) -> str:
+    parts = line.split(_SITE_MARK)        # text, index, text, index, ..., text
+    for k in range(1, len(parts), 2):
+        parts[k] = f"NX_SITE({base + int(parts[k])})"
+    return "".join(parts)
+
+
+class CopiedMemo:
+    """The kept CopiedC, least recently used first, at most `bound` of them.
+    Keyed by what decides a copy's C: the key of its module's object (which
+    covers the module's text and path, its closure's interfaces and the
+    build configuration: objects.object_key), its name, checked, unbox_f32;
+    never by a path alone: a long-lived worker (`nxc test --watch`) sees
+    files change."""
+
+    def __init__(self, bound: int):
+        self.bound = bound
+        self.entries: "OrderedDict[tuple, CopiedC]" = OrderedDict()
+        self.hits = 0
+        self.stored = 0
+
+    def get(self, key: tuple) -> "CopiedC | None":
+        found = self.entries.get(key)
+        if found is not None:
+            self.entries.move_to_end(key)
+            self.hits += 1
+        return found
+
+    def put(self, key: tuple, value: CopiedC) -> None:
+        self.entries[key] = value
+        self.entries.move_to_end(key)
+        self.stored += 1
+        while len(self.entries) > self.bound:
+            self.entries.popitem(last=False)
+
+
+# The float32 modules' copied helpers (~60) and a few per tree module a
+# worker's gates import; each a few hundred bytes.
+COPIED_KEPT = 2048
+COPIED = CopiedMemo(COPIED_KEPT)
+
+
+def copied_c(program: Program, fn: Function, copy_key=None, *, checked: bool, unbox_f32: bool,
+             write: bool = True) -> "CopiedC | None":
+    """`fn`'s CopiedC for a unit of `program`: the kept one when `copy_key(fn)`
+    (the digest that decides its C, or None) has one, else (`write`) written
+    now from its checked body (and kept); None if neither."""
+    digest = copy_key(fn) if copy_key is not None else None
+    key = (digest, fn.decl.name, checked, unbox_f32)
+    per_program = _FOUND.get(program)
+    if per_program is None:
+        per_program = _FOUND[program] = {}
+    found = per_program.get(key)
+    if found is not None:
+        return found
+    if digest is not None:
+        found = COPIED.get(key)
+    if found is None:
+        if not write or not body_checked(program, fn):
+            return None
+        sites: list[Site] = []
+        entry = _function_entry(program, fn, sites, checked=checked, unbox_f32=unbox_f32, site_macro=True,
+                                mark_sites=True)
+        found = CopiedC(entry, tuple(sites), body_facts(fn, program.info).calls)
+        if digest is not None:
+            COPIED.put(key, found)
+    per_program[key] = found
+    return found
+
+
+# program -> the CopiedC found for its units: what copies_unknown found kept is
+# there when the unit is emitted, even if the bounded memo has dropped it since.
+_FOUND: "weakref.WeakKeyDictionary[Program, dict]" = weakref.WeakKeyDictionary()
 
 
 def _in_dependency_order(structs: list, position) -> list:
@@ -1033,7 +1183,7 @@ def _in_dependency_order(structs: list, position) -> list:
 
 @deep
 def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module], *, checked: bool = False,
-                  unbox_f32: bool = True) -> UnitC:
+                  unbox_f32: bool = True, copy_key=None) -> UnitC:
     """The C file of one module's own functions and its gate (its `main`, if
     any, in gate mode, as `gate_symbol(module)`), for an object that every
     gate importing the module links; the module's gate runs when the module is
@@ -1044,14 +1194,17 @@ def emit_module_c(program: Program, module: ast.Module, closure: list[ast.Module
     on the gate that links it: sites and gate return numbers are module-local
     (NX_SITE; GateReturn.site), structs and globals are those of the closure,
     in its order. `program` must have checked the module's main if it has one
-    (program.gates)."""
+    (program.gates), and the bodies of the functions the unit copies that are
+    not kept under `copy_key` (copies_unknown): `copy_key(fn)` is the digest
+    that decides a copied function's C (its module's object key), or None."""
     gate = program.gates.get(module.source.path)
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     mains = [gate.fn] if gate is not None else []
-    copied, imported, structs, paths, position = _unit_parts(program, own + mains, closure)
+    copied, imported, structs, paths, position = _unit_parts(program, own + mains, closure, checked=checked,
+                                                             unbox_f32=unbox_f32, copy_key=copy_key)
     sites: list[Site] = []
     options = dict(checked=checked, unbox_f32=unbox_f32, site_macro=True)
-    functions = ([_function_entry(program, fn, sites, **options) for fn in copied]
+    functions = ([c.placed(sites) for c in copied]
                  + [_function_entry(program, fn, sites, linkage="module", **options) for fn in own]
                  + [_function_entry(program, fn, sites, linkage="module", name=gate_symbol(module), **options)
                     for fn in mains])

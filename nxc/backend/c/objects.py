@@ -51,8 +51,9 @@ from nxc import __version__
 from nxc.backend.c import build as c_build
 from nxc.backend.c import toolchain
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import (GATE_CDEF, LINK_CDEF, Site, UnitC, effects_of, emit_c, emit_module_c,
-                                interface_text, is_copied_into_importers, module_c_id, module_c_id_of)
+from nxc.backend.c.emit import (GATE_CDEF, LINK_CDEF, Site, UnitC, copies_unknown, effects_of, emit_c,
+                                emit_module_c, interface_text, is_copied_into_importers, module_c_id,
+                                module_c_id_of)
 from nxc.backend.c.sites import SiteTable
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
@@ -60,7 +61,6 @@ from nxc.index import source_digest
 from nxc.cache import (cache_dir, parts_digest, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
                        mark_used, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
-from nxc.lower.may_unmap import calls_in
 from nxc.lower.plan import plan_program
 from nxc.paths import runtime_dir
 from nxc.syntax import ast
@@ -266,7 +266,8 @@ class LinkedC(CapturesMixin):
     def _check_copies(self, own: list, module=None) -> None:
         """Before emitting `own` (functions of `module`, or its gate): check
         `module`'s bodies and those of every function the C copies in
-        (emit.is_copied_into_importers, transitively), if not yet."""
+        (emit.is_copied_into_importers, transitively) whose C this worker
+        does not keep already (emit.CopiedC, under `_copy_key`), if not yet."""
         bodies = self.bodies
         if bodies is None:
             return
@@ -274,30 +275,21 @@ class LinkedC(CapturesMixin):
             bodies.check([module.source.path])
         while True:
             program = bodies.program
-            by_name = {fn.decl.name: fn for fn in program.functions}
-            need, seen, todo = [], set(), list(own)
-            while todo:
-                fn = todo.pop()
-                for name in calls_in(fn.decl.body, program.info.sym):
-                    callee = by_name.get(name)
-                    if callee is None or name in seen or not is_copied_into_importers(callee, program):
-                        continue
-                    seen.add(name)
-                    if name in program.recorded.unchecked:
-                        need.append(callee)
-                    else:
-                        todo.append(callee)
-            if need and module is not None:
-                # Every copied helper of the closure at once: each change of
-                # the program makes the emitters compute its effects again (a
-                # fixed point over every checked body), and a gate that emits
-                # many modules asked for a few more helpers per module.
-                rec = program.recorded
-                need += [fn for fn in program.functions
-                         if fn.decl.name in rec.unchecked and fn.decl.name in rec.copied]
+            need = copies_unknown(program, own, checked=self.checked, unbox_f32=self.unbox_f32,
+                                  copy_key=self._copy_key)
+            # Only those: each is checked once per gate, its facts once per
+            # body (nxc/lower/effects.py, body_facts), so a new program costs
+            # its fixed points only, not a walk of every body again.
             if not bodies.check_functions(need):
                 break
         self.program = bodies.program
+
+    def _copy_key(self, fn):
+        """What decides the C of copied function `fn` (emit.CopiedMemo): its
+        module's object key, in a gate's worker (whose program checks only
+        some bodies: a kept copy spares checking the helper's body and the
+        program's effects again); None otherwise."""
+        return self.keys.get(fn.module.source.path) if self.bodies is not None else None
 
     @deep       # interface_text walks the AST recursively
     def _plan(self):
@@ -388,7 +380,7 @@ class LinkedC(CapturesMixin):
             if gate is not None:
                 self._check_copies([gate.fn])
         return emit_module_c(self.program, unit.module, unit.closure, checked=self.checked,
-                             unbox_f32=self.unbox_f32)
+                             unbox_f32=self.unbox_f32, copy_key=self._copy_key)
 
     def whole(self):
         """The whole program as one C file (emit.emit_c): the Python API's build."""
