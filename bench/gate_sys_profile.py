@@ -18,7 +18,6 @@ bench/gate_worker_cpu.py); the cache bounds are those of `nxc test` over the
 from __future__ import annotations
 
 import collections
-import glob
 import os
 import resource
 import subprocess
@@ -28,8 +27,8 @@ import time
 from nxc.cache import expect_entries
 from nxc.deep import deep
 from nxc.gates import host as gate_host
-from nxc.gates.collect import Item, Unit
 from nxc.gates.execute import Options, run_unit, warm_up
+from gate_worker_cpu import gate_units      # (bench/ is the script's folder, first on sys.path)
 
 _kind_of_pid: dict[int, str] = {}
 _totals = collections.defaultdict(lambda: [0, 0.0, 0.0, 0])     # kind -> [count, user, sys, minflt]
@@ -60,16 +59,9 @@ def _popen_init(self, args, *a, **kw):
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    if sys.argv[1].startswith("@"):
-        with open(sys.argv[1][1:], encoding="utf-8") as f:
-            files = [line.strip() for line in f if line.strip()]
-    else:
-        files = sorted(glob.glob(sys.argv[1]))
-    if not files:
-        sys.exit(f"no gates match {sys.argv[1]!r}")
+    units = gate_units(sys.argv[1])
     expect_entries(800)
     opts = Options(read_results=False, record_results=False)
-    units = [Unit(f, f, [Item(id=f, path=f, display=f, backend="c", kind="gate")]) for f in files]
     warm_up()
     os.waitpid = _waitpid
     subprocess.Popen.__init__ = _popen_init

@@ -30,19 +30,25 @@ from nxc.gates.collect import Item, Unit
 from nxc.gates.execute import Options, run_unit, warm_up
 
 
+def gate_units(arg: str) -> list[Unit]:
+    """The C gates `arg` names (a glob, or @FILE: those listed in FILE, one path
+    a line), as units of `nxc test` (also bench/gate_sys_profile.py's)."""
+    if arg.startswith("@"):
+        with open(arg[1:], encoding="utf-8") as f:
+            files = [line.strip() for line in f if line.strip()]
+    else:
+        files = sorted(glob.glob(arg))
+    if not files:
+        sys.exit(f"no gates match {arg!r}")
+    return [Unit(f, f, [Item(id=f, path=f, display=f, backend="c", kind="gate")]) for f in files]
+
+
 def main() -> None:
     if len(sys.argv) < 2:
         sys.exit(__doc__)
-    if sys.argv[1].startswith("@"):         # @FILE: the gates listed in FILE, one path a line
-        with open(sys.argv[1][1:], encoding="utf-8") as f:
-            files = [line.strip() for line in f if line.strip()]
-    else:
-        files = sorted(glob.glob(sys.argv[1]))
-    if not files:
-        sys.exit(f"no gates match {sys.argv[1]!r}")
+    units = gate_units(sys.argv[1])
     expect_entries(800)             # as `nxc test` over the 800-module tree
     opts = Options(read_results=False, record_results=False)
-    units = [Unit(f, f, [Item(id=f, path=f, display=f, backend="c", kind="gate")]) for f in files]
     warm_up()
     profile = cProfile.Profile() if len(sys.argv) > 2 else None
     t0 = time.perf_counter()

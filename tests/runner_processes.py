@@ -10,8 +10,8 @@ import signal
 import time
 
 
-def group(pgid: int) -> dict[int, int]:
-    """The live processes of process group `pgid`: {pid: parent pid}."""
+def processes() -> dict[int, tuple[int, int]]:
+    """Every live (not zombie) process: {pid: (parent pid, process group)}."""
     procs = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -20,9 +20,14 @@ def group(pgid: int) -> dict[int, int]:
                     fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if int(fields[2]) == pgid and fields[0] != "Z":
-                procs[int(entry)] = int(fields[1])
+            if fields[0] != "Z":
+                procs[int(entry)] = (int(fields[1]), int(fields[2]))
     return procs
+
+
+def group(pgid: int) -> dict[int, int]:
+    """The live processes of process group `pgid`: {pid: parent pid}."""
+    return {pid: parent for pid, (parent, pg) in processes().items() if pg == pgid}
 
 
 def _exe(pid: int) -> str | None:

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from nx_gate_fixtures import write_tree
+from runner_processes import processes
 from nxc.backend.c import gate_child
 from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
 from nxc.check.frontend import check_file
@@ -191,15 +192,7 @@ def _children(pid: int) -> list[int]:
 
 
 def _processes():
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z":
-                yield int(entry), int(fields[1])
+    return [(pid, parent) for pid, (parent, _) in processes().items()]
 
 
 def _alive(pid: int) -> bool:
