@@ -25,6 +25,7 @@ from nxc.backend import base
 from nxc.backend.base import NxRuntimeError
 from nxc.backend.c import build as c_build
 from nxc.backend.c import faults
+from nxc.backend.c import gate_child
 from nxc.backend.c import objects
 from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type
 from nxc.backend.c.objects import LinkedC
@@ -128,24 +129,28 @@ class CLoaded(base.Loaded):
     def ffi(self):
         return self._open()[1]
 
-    def gate_job(self) -> tuple | None:
+    def gate_job(self) -> "gate_child.GateJob | None":
         """What a gate host's child needs to run this gate (nxc/backend/c/gate_child.py,
         `run`): the library, its binding, and the sizes to read back; None when
         the library is not a plain shared library (an API-mode extension)."""
         if getattr(self.built, "abi_cdef", None) is None:
             return None
         binding = getattr(self.emitted, "binding", None) if isinstance(self.built, objects.Linked) else None
-        return (self.built.path, None if binding is None else tuple(binding.bases),
-                None if binding is None else binding.root, self.checked,
-                self.emitted.capture_slots, FAULT_INFO_WORDS)
+        return gate_child.GateJob(self.built.path, None if binding is None else tuple(binding.bases),
+                                  None if binding is None else binding.root, self.checked,
+                                  self.emitted.capture_slots, FAULT_INFO_WORDS)
 
     # ---- faults and the stack ----
     def _fault(self):
         """(message, innermost site index, stack) of the trap that just happened."""
+        return self._worded_fault(*self._fault_numbers())
+
+    def _fault_numbers(self) -> tuple:
+        """(fault info words, trap site, stack frames) the runtime recorded of the trap that just happened."""
         info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
         self.lib.nxc_fault_info(info)
         frames = [self.lib.nxc_stack_frame(k) for k in range(self.lib.nxc_stack_depth())]
-        return self._worded_fault(list(info), self.lib.nxc_trap_site(), frames)
+        return list(info), self.lib.nxc_trap_site(), frames
 
     def _worded_fault(self, info: list, trap_site: int, frames: list):
         """(message, innermost site index, stack) from the numbers the runtime recorded."""
@@ -183,10 +188,7 @@ class CLoaded(base.Loaded):
         if status == 2:
             return self.outcome_of(("no-gate",))
         if status == 1:
-            info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
-            lib.nxc_fault_info(info)
-            frames = [lib.nxc_stack_frame(k) for k in range(lib.nxc_stack_depth())]
-            return self.outcome_of(("trap", list(info), lib.nxc_trap_site(), frames))
+            return self.outcome_of(("trap", *self._fault_numbers()))
         value, site = out[0], lib.nxc_gate_site()
         mask, raw = 0, []
         if value != 0:
