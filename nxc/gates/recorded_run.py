@@ -58,6 +58,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c.faults import read_mirror, stack_from
     from nxc.backend.c import objects
     from nxc.backend.c.emit import FAULT_INFO_WORDS
+    from nxc.backend.c.gate_child import GateJob
     from nxc.backend.c.recorded import plan_from_records
     from nxc.cache import stamped
     from nxc.gates import results_cache
@@ -88,7 +89,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         r.cached = True
     else:
         t0 = time.perf_counter()
-        target, name = objects.library_path(link.key)
+        target, _ = objects.library_path(link.key)
         relinked = not (os.path.exists(target) and stamped(target))
         if relinked:
             objects.link_library(target, link.objects, options.opt)
@@ -96,16 +97,13 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         t0 = time.perf_counter()
         # In nxc test's workers the gate host forks the child (nxc/gates/host.py):
         # the library is opened and bound there, not here.
-        job = (target, tuple(link.binding.bases), link.binding.root, options.checked, 0, FAULT_INFO_WORDS)
+        job = GateJob(target, tuple(link.binding.bases), link.binding.root, options.checked, 0, FAULT_INFO_WORDS)
         hosted = run_job_in_host(job, options.timeout, True, options.memory_limit)
         if hosted is not None:
             ended, page = hosted
             stack = stack_from(read_mirror(page), link.sites()) if options.checked and ended.kind == "timeout" else ()
-            if ended.kind == "ok":          # as `call` below says it: (status, value); anything else: the full path
-                raw = ended.value
-                ended = dataclasses.replace(ended, value=(0, raw[1]) if raw[0] == "returned" else raw[:1])
         else:
-            ended, stack = _run_forked(target, name, relinked, link, options)
+            ended, stack = _run_forked(job, link, options)
         r.run_seconds = time.perf_counter() - t0
         if ended.kind in ("timeout", "memory"):
             if ended.kind == "timeout":
@@ -118,7 +116,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
                         None, options, r)
             r.seconds = time.perf_counter() - start
             return [r]
-        if ended.kind != "ok" or ended.value != (0, 0):
+        if ended.kind != "ok" or ended.value[:2] != ("returned", 0):
             return None                 # the full path runs it again and explains what happened
         r.value, r.output = 0, ended.output or ""
         record(key, options, r)
@@ -128,30 +126,19 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     return [r]
 
 
-def _run_forked(target: str, name: str, relinked: bool, link, options: Options):
-    """(Ended, stack after a timeout) of the gate run in a child forked from here."""
-    from nxc.backend.c import build as c_build
-    from nxc.backend.c import objects
-    from nxc.backend.c.backend import bind_linked
-    from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
+def _run_forked(job, link, options: Options):
+    """(Ended, stack after a timeout) of the gate run in a child forked from
+    here, which does what a gate host's child does (gate_child.run)."""
+    from nxc.backend.c import gate_child
     from nxc.backend.c.faults import read_mirror, stack_from
+    from nxc.gates.host import PAGE_BYTES
     from nxc.gates.isolate import run_isolated
-    lib, ffi = c_build.load(objects.Linked(target, name, not relinked, 0.0, "\n".join(GATE_CDEF + LINK_CDEF)))
-    bind_linked(lib, link.binding)          # the site bases, the root's main (objects.Binding)
-
     # Checked C mirrors its .nx stack into a page shared with us, read if
     # the child is stopped (CLoaded.share_stack does the same).
-    page = mmap.mmap(-1, lib.nxc_stack_bytes()) if options.checked else None
-
-    def call():
-        if page is not None:
-            lib.nxc_stack_mirror(ffi.from_buffer(page), len(page))
-        out = ffi.new("int64_t *")
-        status = lib.nxc_run_main(out)
-        return int(status), int(out[0])
-
+    page = mmap.mmap(-1, PAGE_BYTES) if job.checked else None
     try:
-        ended = run_isolated(call, options.timeout, capture=True, memory_limit=options.memory_limit)
+        ended = run_isolated(lambda: gate_child.run(job, page), options.timeout, capture=True,
+                             memory_limit=options.memory_limit)
         stack = stack_from(read_mirror(page), link.sites()) if page is not None and ended.kind == "timeout" else ()
     finally:
         if page is not None:

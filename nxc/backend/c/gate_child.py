@@ -15,6 +15,7 @@ a gate's values and float32 bits do not depend on which path ran it.
 from __future__ import annotations
 
 import ctypes
+from typing import NamedTuple
 
 _I, _I32, _I64, _U32 = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32
 _P64 = ctypes.POINTER(ctypes.c_int64)
@@ -36,6 +37,16 @@ SIGNATURES = {
 }
 
 
+class GateJob(NamedTuple):
+    """One gate to run (built by CLoaded.gate_job and the recorded path)."""
+    path: str                   # the shared library
+    bases: tuple | None         # objects.Binding's bases ((module id, site base), ...); None: not linked
+    root: str | None            # the module whose main is the gate
+    checked: bool
+    capture_slots: int          # how many captured operands to read back
+    fault_words: int            # emit.FAULT_INFO_WORDS
+
+
 class _Lib:
     """The library's entry points, typed once per open."""
 
@@ -50,10 +61,8 @@ class _Lib:
         return fn
 
 
-def run(job: tuple, page) -> tuple:
-    """Run one gate in this process (the host's child). `job` is
-    CLoaded.gate_job()'s: (library path, binding bases or None, root,
-    checked, capture slots, fault words). `page`: the shared page the
+def run(job: GateJob, page) -> tuple:
+    """Run one gate in this process (a gate's child). `page`: the shared page the
     shadow stack is mirrored into (None: not mirrored).
 
     Returns ("unbound", count, bound, failed) when the library does not hold
