@@ -97,3 +97,18 @@ def write_tree(folder, names=None) -> str:
         with open(os.path.join(folder, name), "w", encoding="utf-8") as f:
             f.write(source(name))
     return str(folder)
+
+
+# A gate that touches 1 GiB, one byte a page: stopped by --memory-limit
+# (tests/test_hardening_runner.py, test_gate_host.py).
+GREEDY = """\
+import "nx_syscalls.nx"
+func main() -> i64 {
+    let n: i64 = 1073741824
+    let p: *u8 = sys_mmap(n) as *u8
+    if p == 0 as *u8 { return 1 }
+    var i: i64 = 0
+    while i < n { p[i] = 1 as u8; i = i + 4096 }
+    return 0
+}
+"""

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from nx_gate_fixtures import write_tree
+from nx_gate_fixtures import GREEDY, write_tree
 from runner_processes import processes
 from nxc.backend.c import gate_child
 from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
@@ -63,17 +63,6 @@ func main() -> i64 {
     var k: i64 = 0
     while k < 100000 { sys_write(1, p as *void, 4096); k = k + 1 }
     return 4
-}
-"""
-GREEDY = """\
-import "nx_syscalls.nx"
-func main() -> i64 {
-    let n: i64 = 1073741824
-    let p: *u8 = sys_mmap(n) as *u8
-    if p == 0 as *u8 { return 1 }
-    var i: i64 = 0
-    while i < n { p[i] = 1 as u8; i = i + 4096 }
-    return 0
 }
 """
 

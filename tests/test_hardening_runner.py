@@ -12,6 +12,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
+from nx_gate_fixtures import GREEDY
 from runner_processes import alive, describe, group, kill_group, wait_for_two_gates, wait_until_gone
 
 WRITER = """\
@@ -27,17 +28,6 @@ func main() -> i64 {
 }
 """
 LOOP = "func main() -> i64 {\n    while true { }\n    return 0\n}\n"
-GREEDY = """\
-import "nx_syscalls.nx"
-func main() -> i64 {
-    let n: i64 = 1073741824
-    let p: *u8 = sys_mmap(n) as *u8
-    if p == 0 as *u8 { return 1 }
-    var i: i64 = 0
-    while i < n { p[i] = 1 as u8; i = i + 4096 }
-    return 0
-}
-"""
 
 
 def _nxc(*args, cwd=None, timeout=600):      # a hang guard, not a time limit: loaded machines are slow
