@@ -85,12 +85,15 @@ def random_weights(cfg: Config, seed: int) -> dict:
 
 def write_model(path, cfg: Config = TINY, seed: int = 0, dtype: str = "f32", weights: dict | None = None,
                 omit: tuple = (), override_type: dict | None = None, extra_kv: dict | None = None,
-                arch: str = "qwen3", skip_keys: tuple = (), metadata: Config | None = None) -> dict:
+                arch: str = "qwen3", skip_keys: tuple = (), metadata: Config | None = None,
+                tokenizer=None) -> dict:
     """Write a Qwen3 GGUF; returns the weights as stored (float32 values after F16 / BF16 rounding).
 
     omit: tensor names left out; override_type: name -> numpy float dtype to store it as (e.g.
     np.float64 for an unsupported type); metadata: a config written to the keys instead of cfg
-    (shapes that do not match); skip_keys: qwen3.* key suffixes not written."""
+    (shapes that do not match); skip_keys: qwen3.* key suffixes not written; tokenizer: a
+    Hugging Face `tokenizers.Tokenizer` (tests/tokenizer_support.py) whose vocabulary, merges and
+    chat template the file carries (cfg.vocab must be its size), instead of placeholder tokens."""
     import gguf
     w = dict(weights) if weights is not None else random_weights(cfg, seed)
     md = metadata or cfg
@@ -108,8 +111,12 @@ def write_model(path, cfg: Config = TINY, seed: int = 0, dtype: str = "f32", wei
     for k, add in keys.items():
         if k not in skip_keys:
             add()
-    writer.add_string("tokenizer.ggml.model", "gpt2")
-    writer.add_array("tokenizer.ggml.tokens", [f"<t{i}>" for i in range(cfg.vocab)])
+    if tokenizer is not None:
+        import tokenizer_support
+        tokenizer_support.add_tokenizer_kv(writer, tokenizer)
+    else:
+        writer.add_string("tokenizer.ggml.model", "gpt2")
+        writer.add_array("tokenizer.ggml.tokens", [f"<t{i}>" for i in range(cfg.vocab)])
     writer.add_file_type(0 if dtype == "f32" else (1 if dtype == "f16" else 32))
     for k, v in (extra_kv or {}).items():
         writer.add_uint32(k, v)

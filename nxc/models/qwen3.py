@@ -12,18 +12,27 @@ type, a missing tensor or key, shapes that do not match the metadata) raises Qwe
 the reader's reason and the tensor or key it concerns.
 
 Command line:  python -m nxc.models.qwen3 MODEL.gguf --tokens 1,2,3 [--new 16] [--backend py]
+               python -m nxc.models.qwen3 encode MODEL.gguf "a prompt" -o emb.npy
+                   (the Z-Image text encoder: nxc/models/text_encoder.py)
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import threading
+import time
 
 import numpy as np
 
 from nxc import paths
 
-__all__ = ["Qwen3", "Qwen3Error", "load", "main"]
+__all__ = ["Qwen3", "Qwen3Error", "load", "main", "DEFAULT_SESSION_TOKENS"]
+
+# A session's KV cache holds this many tokens unless asked for more (it is reserved whole
+# when the session starts: 36 layers x 1024 KV width x 8-byte words is 0.6 MB a token for
+# Qwen3-4B, so the file's 40,960-token context would take 24 GB).
+DEFAULT_SESSION_TOKENS = 2048
 
 _MESSAGES = {
     1: "cannot open the file",
@@ -48,7 +57,8 @@ _ROLES = {1: "token_embd", 2: "output_norm", 3: "output", 10: "attn_norm", 11: "
 _KEYS = {1: "general.architecture", 2: "general.alignment", 3: "qwen3.block_count",
          4: "qwen3.embedding_length", 5: "qwen3.feed_forward_length", 6: "qwen3.attention.head_count",
          7: "qwen3.attention.head_count_kv", 8: "qwen3.attention.key_length", 9: "qwen3.rope.freq_base",
-         10: "qwen3.attention.layer_norm_rms_epsilon", 11: "qwen3.context_length"}
+         10: "qwen3.attention.layer_norm_rms_epsilon", 11: "qwen3.context_length",
+         12: "qwen3.attention.value_length (differs from attention.key_length; K and V rows must be one width)"}
 _MODEL_ERRORS = {1: "bad argument", 2: "token id out of range", 3: "out of memory", 4: "bad weight",
                  5: "the paged sequence is not at that position", 6: "the context or the KV cache is full"}
 _CONFIG = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "inter", "vocab", "n_ctx",
@@ -71,17 +81,25 @@ def _tensor_name(role: int, layer: int) -> str:
 class Qwen3:
     """A Qwen3 model loaded from a GGUF file into nx memory."""
 
-    def __init__(self, path, backend: str = "c"):
+    def __init__(self, path, backend: str = "c", checked: bool = True, threads: int | None = None,
+                 progress: bool | None = None):
         import nxc
+        if threads is not None and threads != 1:
+            # Honest refusal: the nx runtime has no threads yet (issue 28); a silently
+            # ignored count would read as a speed-up that is not there.
+            raise Qwen3Error(f"threads={threads}: the nx kernels run on one thread in this release "
+                             "(threads=None or 1)")
         self.path = os.fspath(path)
-        self.nx = nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), backend=backend)
+        self.nx = nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), backend=backend,
+                           checked=checked)
         raw = os.fsencode(self.path)
         if not raw or len(raw) > 4096 or b"\0" in raw:
             raise Qwen3Error(f"{self.path!r}: not a usable file name")
         name = np.frombuffer(raw, np.uint8).copy()
         self._g = self.nx.nx_gguf_new()
         self._m = self.nx.nx_qwen3_model_new()
-        code = self.nx.nx_gguf_qwen3_from_file(name, len(name), self._g, self._m)
+        with _LoadProgress(self.path, progress):
+            code = self.nx.nx_gguf_qwen3_from_file(name, len(name), self._g, self._m)
         if code != 0:
             msg = self._describe(code)
             self.close()            # frees what was loaded before the failure
@@ -109,7 +127,7 @@ class Qwen3:
         if code in (8, 9, 10, 11, 13) or (code == 2 and g.err_role):
             if g.err_role:
                 msg += f": {_tensor_name(g.err_role, g.err_layer)}"
-        if code in (6, 7, 14) and g.err_key:
+        if code in (6, 7, 14, 15) and g.err_key:
             msg += f": {_KEYS.get(g.err_key, g.err_key)}"
         return msg
 
@@ -153,16 +171,24 @@ class Qwen3:
         self._check(self.nx.nx_qwen3_logits(self._model(), row, z), "logits")
         return _f32(z)
 
-    def session(self, block_size: int = 16, n_blocks: int | None = None) -> "Session":
-        """A paged KV-cache sequence for step-by-step decoding."""
-        return Session(self, block_size, n_blocks)
+    def session(self, block_size: int = 16, n_blocks: int | None = None,
+                max_tokens: int | None = None) -> "Session":
+        """A paged KV-cache sequence for step-by-step decoding, holding max_tokens tokens
+        (default DEFAULT_SESSION_TOKENS, at most the file's context_length); n_blocks, if
+        given, sets the pool's size in blocks instead."""
+        return Session(self, block_size, n_blocks, max_tokens)
 
     def generate(self, prompt, n_new: int, block_size: int = 16) -> list[int]:
-        """Greedy continuation: the prompt in one paged step, then one token per step."""
+        """Greedy continuation: the prompt in one paged step, then one token per step.
+        The KV cache holds exactly len(prompt) + n_new tokens, within the context length."""
         t = self._tokens(prompt)
         if n_new <= 0:
             return []
-        with self.session(block_size, None) as s:
+        ctx = self.config["n_ctx"]
+        if ctx > 0 and len(t) + n_new > ctx:
+            raise Qwen3Error(f"generate: {len(t)} prompt tokens + {n_new} new exceed the context "
+                             f"length {ctx}")
+        with self.session(block_size, max_tokens=len(t) + n_new) as s:
             out = np.zeros(n_new, np.int64)
             self._check(self.nx.nx_qwen3_generate(self._model(), s.seq, t, len(t), n_new, out), "generate")
             return [int(v) for v in out]
@@ -171,19 +197,37 @@ class Qwen3:
 class Session:
     """A paged KV-cache sequence: step(tokens) runs them at the next positions."""
 
-    def __init__(self, model: Qwen3, block_size: int, n_blocks: int | None):
+    def __init__(self, model: Qwen3, block_size: int, n_blocks: int | None, max_tokens: int | None):
         self.model = model
-        ctx = model.config["n_ctx"] if model.config["n_ctx"] > 0 else 4096
-        n_blocks = n_blocks or -(-ctx // block_size)
+        ctx = model.config["n_ctx"]
+        if block_size <= 0:
+            raise Qwen3Error(f"block_size must be positive, not {block_size}")
+        if n_blocks is None:
+            want = DEFAULT_SESSION_TOKENS if max_tokens is None else max_tokens
+            if max_tokens is None and ctx > 0:
+                want = min(want, ctx)
+            if want <= 0:
+                raise Qwen3Error(f"max_tokens must be positive, not {want}")
+            if ctx > 0 and want > ctx:
+                raise Qwen3Error(f"max_tokens {want} exceeds the model's context length {ctx}")
+            n_blocks = -(-want // block_size)
+        elif n_blocks <= 0:
+            raise Qwen3Error(f"n_blocks must be positive, not {n_blocks}")
+        self.capacity = n_blocks * block_size          # tokens the cache can hold
         self.seq = model.nx.nx_qwen3_seq_new(model._model(), block_size, n_blocks)
         if not self.seq:
-            raise Qwen3Error("cannot allocate the KV cache")
+            raise Qwen3Error(f"cannot allocate a KV cache of {self.capacity} tokens")
         self.position = 0
 
     def step(self, tokens):
         """(hidden [n_layers + 1, T, hidden], out [T, hidden]) of these tokens, cached."""
         m = self.model
         t = m._tokens(tokens)
+        if self.seq is None:
+            raise Qwen3Error("the session was closed")
+        if self.position + len(t) > self.capacity:
+            raise Qwen3Error(f"step: {self.position} + {len(t)} tokens exceed the session's KV cache "
+                             f"of {self.capacity} (session(max_tokens=...))")
         L, H = m.config["n_layers"], m.config["hidden"]
         hidden = np.zeros((L + 1, len(t), H), np.int64)
         out = np.zeros((len(t), H), np.int64)
@@ -207,26 +251,90 @@ class Session:
         self.close()
 
 
-def load(path, backend: str = "c") -> Qwen3:
-    """Load a Qwen3 GGUF (F32 / F16 / BF16 tensors) with the nx reader; raises Qwen3Error."""
-    return Qwen3(path, backend)
+def load(path, backend: str = "c", checked: bool = True, threads: int | None = None,
+         progress: bool | None = None) -> Qwen3:
+    """Load a Qwen3 GGUF with the nx reader; raises Qwen3Error.
+
+    checked=False builds the C without memory checks (faster; a fault may then crash the
+    process instead of raising). progress: a line on stderr while the weights are read
+    (None: only when stderr is a terminal and the file is over 256 MB)."""
+    return Qwen3(path, backend, checked=checked, threads=threads, progress=progress)
+
+
+class _LoadProgress:
+    """Bytes read so far, on stderr, while one nx call reads the file.
+
+    The whole load is one call into nx code (cffi releases the GIL), so a thread watches the
+    process's read count (/proc/self/io rchar) against the file's size."""
+
+    def __init__(self, path: str, enabled: bool | None):
+        self._name = os.path.basename(path)
+        try:
+            self.size = os.path.getsize(path)
+        except OSError:
+            self.size = 0
+        if enabled is None:
+            enabled = sys.stderr.isatty() and self.size > (256 << 20)
+        self.enabled = bool(enabled) and self.size > 0 and os.path.exists("/proc/self/io")
+        self._stop = threading.Event()
+
+    @staticmethod
+    def _rchar() -> int:
+        with open("/proc/self/io") as f:
+            for line in f:
+                if line.startswith("rchar:"):
+                    return int(line.split()[1])
+        return 0
+
+    def _watch(self, start: int, t0: float) -> None:
+        while not self._stop.wait(0.5):
+            done = min(self._rchar() - start, self.size)
+            self._line(done, time.monotonic() - t0)
+
+    def _line(self, done: int, secs: float) -> None:
+        frac = done / self.size
+        bar = "#" * int(frac * 30)
+        print(f"\rloading {self._name} [{bar:<30}] "
+              f"{done / 2**20:,.0f} / {self.size / 2**20:,.0f} MiB {secs:.1f} s",
+              end="", file=sys.stderr, flush=True)
+
+    def __enter__(self):
+        if self.enabled:
+            self._t0 = time.monotonic()
+            self._thread = threading.Thread(target=self._watch, args=(self._rchar(), self._t0), daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self._stop.set()
+            self._thread.join()
+            self._line(self.size, time.monotonic() - self._t0)
+            print(file=sys.stderr, flush=True)
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] == "encode":
+        from nxc.models import text_encoder
+        return text_encoder.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m nxc.models.qwen3",
                                  description="Run a Qwen3 GGUF with the bundled nx model: the last "
-                                             "hidden state and a greedy continuation.")
+                                             "hidden state and a greedy continuation. "
+                                             "'python -m nxc.models.qwen3 encode --help': the Z-Image "
+                                             "text encoder (prompt to embeddings).")
     ap.add_argument("model", help="a Qwen3 GGUF file (F32, F16 or BF16 tensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated token ids, e.g. 1,2,3")
     ap.add_argument("--new", type=int, default=16, help="tokens to generate greedily (default 16)")
     ap.add_argument("--backend", choices=("c", "py"), default="c")
+    ap.add_argument("--unchecked", action="store_true", help="C without memory checks (faster)")
     args = ap.parse_args(argv)
     try:
         toks = [int(v) for v in args.tokens.split(",") if v.strip()]
     except ValueError:
         ap.error(f"--tokens must be comma-separated integers, not {args.tokens!r}")
     try:
-        model = load(args.model, args.backend)
+        model = load(args.model, args.backend, checked=not args.unchecked)
         _, out = model.forward(toks)
         gen = model.generate(toks, args.new)
     except Qwen3Error as exc:
