@@ -23,7 +23,8 @@ A runnable block (described for writers in docs/testing.md) is a fenced
 - A ```python block after the marker is run as a whole by the venv's Python
   and must exit 0: its asserts are the check, its output is not compared.
 - The commands of a block run one after another in a folder holding fresh
-  copies of the repository's `nx_src/` and `bench/` (and nothing else), so
+  copies of the repository's `nx_src/` and `bench/` (and nothing else but
+  the two model writers bench/make_qwen3_gguf.py imports from tests/), so
   paths read as from the repository root and nothing is written into the
   checkout. PATH starts with
   the virtual environment's `bin/` (as after `. .venv/bin/activate`), and
@@ -46,6 +47,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 MARK = "<!-- runnable -->"
+# The suite's model writers, which bench/make_qwen3_gguf.py imports from tests/.
+BENCH_IMPORTS = ("qwen3_support.py", "tokenizer_support.py")
 COMMAND_TIMEOUT = 300        # a bound against a hang, not a time the command must keep
 
 
@@ -149,6 +152,9 @@ def test_runnable_block(path, fence, steps, docs_dir):
     for folder in ("nx_src", "bench"):
         shutil.copytree(os.path.join(ROOT, folder), os.path.join(work, folder),
                         ignore=shutil.ignore_patterns("__pycache__"))
+    os.makedirs(os.path.join(work, "tests"))
+    for helper in BENCH_IMPORTS:
+        shutil.copy(os.path.join(ROOT, "tests", helper), os.path.join(work, "tests", helper))
     bindir = os.path.dirname(sys.executable)
     assert os.path.isfile(os.path.join(bindir, "nxc")), "nxc is not installed beside this Python"
     env = dict(os.environ, PATH=bindir + os.pathsep + os.environ.get("PATH", ""),
