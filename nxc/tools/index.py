@@ -110,9 +110,26 @@ class GraphIndex:
     result: checked.CheckResult | None
     modules: dict[str, ModuleIndex]
     definitions: dict[Loc, Definition]
+    # modules not walked yet (build_index(lazy=True)): walked when a
+    # definition of theirs is asked for
+    unwalked: set[str] = field(default_factory=set)
 
     def definition(self, loc: Loc | None) -> Definition | None:
-        return self.definitions.get(loc) if loc is not None else None
+        if loc is None:
+            return None
+        if loc.path in self.unwalked:
+            self.walk(loc.path)
+        return self.definitions.get(loc)
+
+    def walk(self, path: str) -> None:
+        self.unwalked.discard(path)
+        mi = self.modules[path]
+        if mi.module is not None:
+            _Walker(self, mi, self.result).module(mi.module)
+        mi.occurrences.sort(key=lambda o: (o.loc.line, o.loc.col))
+        mi._starts = [(o.loc.line, o.loc.col) for o in mi.occurrences]
+        for d in mi.definitions:
+            self.definitions[d.loc] = d
 
     def importers(self, path: str) -> list[str]:
         return sorted(p for p, m in self.modules.items()
@@ -120,22 +137,24 @@ class GraphIndex:
 
 
 def build_index(root: str, overlay: dict[str, str] | None = None,
-                include: list[str] | None = None, walk_imports: bool = True) -> GraphIndex:
+                include: list[str] | None = None, walk_imports: bool = True,
+                loaded: LoadedGraph | None = None, bodies=None, lazy: bool = False) -> GraphIndex:
     """walk_imports=False indexes the root module only (the module pages
-    index each module as its own root, and need no second walk of imports)."""
-    loaded = load_graph(root, overlay, include)
-    result = checked.check_graph(loaded.graph) if loaded.graph is not None else None
+    index each module as its own root, and need no second walk of imports).
+    `loaded`: the graph, when the caller loaded it already. `bodies`: as
+    checked.check_graph's (default: every module's). lazy=True: the
+    imported modules are walked when one of their definitions is asked for
+    (a language server, at every keystroke, needs the root's only)."""
+    loaded = loaded if loaded is not None else load_graph(root, overlay, include)
+    result = checked.check_graph(loaded.graph, bodies) if loaded.graph is not None else None
     index = GraphIndex(os.path.realpath(root), loaded, result, {}, {})
     for path, pm in loaded.parsed.items():
         text = loaded.texts.get(path, "")
-        mi = ModuleIndex(path, text, pm.module)
-        if pm.module is not None and (walk_imports or path == index.root):
-            _Walker(index, mi, result).module(pm.module)
-        mi.occurrences.sort(key=lambda o: (o.loc.line, o.loc.col))
-        mi._starts = [(o.loc.line, o.loc.col) for o in mi.occurrences]
-        index.modules[path] = mi
-        for d in mi.definitions:
-            index.definitions[d.loc] = d
+        index.modules[path] = ModuleIndex(path, text, pm.module)
+        if path == index.root or (walk_imports and not lazy):
+            index.walk(path)
+        elif walk_imports:
+            index.unwalked.add(path)
     return index
 
 
