@@ -95,6 +95,10 @@ def check_safe(analyzer, overlay: dict[str, str], d: Definition, places: list[tu
         before = sum(1 for c in by_line.get((loc.path, loc.line), ()) if c < loc.col)
         return Loc(loc.path, loc.line, loc.col + delta * before)
 
+    def unmoved(loc: Loc) -> Loc:          # where a position after the edits was before them
+        before = sum(1 for c in by_line.get((loc.path, loc.line), ()) if moved(Loc(loc.path, loc.line, c)).col < loc.col)
+        return Loc(loc.path, loc.line, loc.col - delta * before)
+
     edited = dict(overlay)
     for path in files:
         text = read_text(path, overlay) or ""
@@ -123,12 +127,12 @@ def check_safe(analyzer, overlay: dict[str, str], d: Definition, places: list[tu
                 continue
             if o.loc in renamed:
                 if o.target != target:
-                    raise RequestFailed(f"cannot rename '{old}' to '{new}': the use at {_where(*_at(o.loc))} "
+                    raise RequestFailed(f"cannot rename '{old}' to '{new}': the use at {_where(*_at(unmoved(o.loc)))} "
                                         f"would refer to another '{new}'")
             elif o.target == target and o.loc != target:
                 line = mi.text.split("\n")[o.loc.line - 1]
                 if line[o.loc.col - 1:o.loc.col - 1 + o.length] == new:
-                    raise RequestFailed(f"cannot rename '{old}' to '{new}': '{new}' at {_where(*_at(o.loc))} "
+                    raise RequestFailed(f"cannot rename '{old}' to '{new}': '{new}' at {_where(*_at(unmoved(o.loc)))} "
                                         f"refers to another definition, and would refer to the renamed "
                                         f"{d.kind} instead")
 
