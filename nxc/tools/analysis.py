@@ -76,12 +76,17 @@ class Analyzer:
         self._names: "OrderedDict[str, NameIndex]" = OrderedDict()
         self.stats = {"bodies_checked": 0, "bodies_kept": 0}
 
-    def analyse(self, path: str, overlay: dict[str, str], cancelled=None) -> GraphIndex:
+    def analyse(self, path: str, overlay: dict[str, str], cancelled=None,
+                imported_bodies: bool = True) -> GraphIndex:
         """`path` as the root of its import graph; `cancelled()` is asked
-        between the stages (it raises Cancelled)."""
+        between the stages (it raises Cancelled). imported_bodies=False:
+        the diagnostics of the imported modules' bodies are not wanted
+        (a name index), only the root's bodies are checked."""
         loaded = load_graph(path, overlay, self.include)
         if cancelled is not None and cancelled():
             raise Cancelled
+        if not imported_bodies:
+            return build_index(path, loaded=loaded, bodies={path}, lazy=True)
         keys: dict[str, tuple] = {}
         kept: dict[str, list] = {}
 
@@ -128,7 +133,7 @@ class Analyzer:
         if ni is not None and ni.signature == sig:
             self._names.move_to_end(path)
             return ni
-        gi = self.analyse(path, overlay)
+        gi = self.analyse(path, overlay, imported_bodies=False)
         mi = gi.modules.get(gi.root)
         uses: dict[str, list[tuple[Loc, int, Loc]]] = {}
         if mi is not None:

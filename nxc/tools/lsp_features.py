@@ -15,6 +15,8 @@ import re
 from lsprotocol import types as lsp
 
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
+from nxc.syntax import ast
+from nxc.syntax.printer import signature
 from nxc.tools import checked
 from nxc.tools.index import Definition, GraphIndex, Loc, Occurrence
 
@@ -163,16 +165,26 @@ def completions(gi: GraphIndex, path: str, line: int, col: int, include: list[st
             if name in items:
                 continue
             sym = gi.result.top_symbol(name)
-            d = gi.definition(Loc(sym.pos.file.path, sym.pos.line, sym.pos.col))
+            # the index of a module already walked (the document's own);
+            # an imported module is not walked for a completion list
+            d = gi.definitions.get(Loc(sym.pos.file.path, sym.pos.line, sym.pos.col))
             items[name] = lsp.CompletionItem(
                 label=name, kind=_KIND_COMPLETION.get(sym.kind, lsp.CompletionItemKind.Text),
-                detail=d.detail if d else sym.kind,
+                detail=d.detail if d else _short_detail(sym),
                 documentation=(d.doc or None) if d else None)
     for t in checked.builtin_type_names():
         items.setdefault(t, lsp.CompletionItem(label=t, kind=lsp.CompletionItemKind.TypeParameter))
     for k in KEYWORDS:
         items.setdefault(k, lsp.CompletionItem(label=k, kind=lsp.CompletionItemKind.Keyword))
     return list(items.values())
+
+
+def _short_detail(sym) -> str:
+    if sym.kind in ("func", "extern") and isinstance(sym.decl, ast.FuncDecl):
+        return signature(sym.decl)
+    value = f" = {sym.value}" if sym.kind == "const" and sym.value is not None else ""
+    shown = {"const": "const", "global": "var", "type": "type", "struct": "struct"}.get(sym.kind, sym.kind)
+    return f"{shown} {sym.name}" + (f": {sym.type}" if sym.type is not None and sym.kind != "struct" else "") + value
 
 
 def _module_files(path: str, include: list[str]) -> list[tuple[str, str]]:
