@@ -77,12 +77,13 @@ class Analyzer:
         self.stats = {"bodies_checked": 0, "bodies_kept": 0}
 
     def analyse(self, path: str, overlay: dict[str, str], cancelled=None,
-                imported_bodies: bool = True) -> GraphIndex:
+                imported_bodies: bool = True, loaded: LoadedGraph | None = None) -> GraphIndex:
         """`path` as the root of its import graph; `cancelled()` is asked
         between the stages (it raises Cancelled). imported_bodies=False:
         the diagnostics of the imported modules' bodies are not wanted
-        (a name index), only the root's bodies are checked."""
-        loaded = load_graph(path, overlay, self.include)
+        (a name index), only the root's bodies are checked. `loaded`: the
+        graph, loaded already."""
+        loaded = loaded if loaded is not None else load_graph(path, overlay, self.include)
         if cancelled is not None and cancelled():
             raise Cancelled
         if not imported_bodies:
@@ -133,7 +134,7 @@ class Analyzer:
         if ni is not None and ni.signature == sig:
             self._names.move_to_end(path)
             return ni
-        gi = self.analyse(path, overlay, imported_bodies=False)
+        gi = self.analyse(path, overlay, imported_bodies=False, loaded=loaded)
         mi = gi.modules.get(gi.root)
         uses: dict[str, list[tuple[Loc, int, Loc]]] = {}
         if mi is not None:

@@ -217,6 +217,10 @@ def load_graph(root: str, overlay: dict[str, str] | None = None,
     chains: dict[str, list[Pos]] = {root: []}
     load_errors: list[Diagnostic] = []
     import_targets: dict[tuple[str, int, int], str] = {}
+    # for this load only (the files may change between loads): each import
+    # resolved once, and folders' real paths (resolve_import's real_dirs)
+    resolved: dict[tuple[str, str], tuple] = {}
+    real_dirs: dict[str, str] = {}
 
     def visit(real: str, at: Pos | None) -> None:
         if real in parsed:
@@ -232,7 +236,10 @@ def load_graph(root: str, overlay: dict[str, str] | None = None,
         if pm.module is None:
             return
         for imp in pm.module.imports:
-            found, tried = resolve_import(imp.path, os.path.dirname(real), include)
+            key = (imp.path, os.path.dirname(real))
+            if key not in resolved:
+                resolved[key] = resolve_import(imp.path, key[1], include, real_dirs)
+            found, tried = resolved[key]
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
                 load_errors.append(Diagnostic("error", imp.pos,
