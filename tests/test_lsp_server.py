@@ -304,3 +304,20 @@ def test_bench_script_runs(tmp_path):
                 "references_cpu_s", "rss_after_references_mb"):
         assert got["leaf"][key] > 0, key
     assert got["leaf"]["references_found"] >= 1
+
+
+# ---------------------------------------------------------------- more features
+def test_highlight_folding_signature_help_workspace_symbols(ws):
+    got = req(ws, "textDocument/documentHighlight", ws.uri, at(MOD, "x: i64 = scale"))
+    assert sorted((h["range"]["start"]["line"], h["range"]["start"]["character"], h.get("kind")) for h in got) == \
+        [(13, 8, 3), (14, 21, 2), (15, 16, 2)]
+    folds = ws.request("textDocument/foldingRange", {"textDocument": {"uri": ws.uri}})
+    assert {(f["startLine"], f["endLine"]) for f in folds} >= {(4, 6), (8, 10), (12, 16)}
+    text = MOD.replace("return vsum(x, 1) - 7", "return vsum(x, ")
+    ws.change(ws.uri, text, 2)
+    ws.published(ws.uri)
+    sh = req(ws, "textDocument/signatureHelp", ws.uri, at(text, "vsum(x, ", offset=8))
+    assert sh["signatures"][0]["label"] == "func vsum(a: i64, b: i64) -> i64" and sh["activeParameter"] == 1
+    syms = ws.request("workspace/symbol", {"query": "SCAL"})
+    assert [(s["name"], s["kind"], s["location"]["uri"]) for s in syms] == \
+        [("SCALE", 14, ws.uri), ("scale", 12, ws.uri)]

@@ -368,6 +368,41 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
                 lsp.TextEdit(range=F.range_of(text, loc, length), new_text=new))
         return lsp.WorkspaceEdit(changes=changes)
 
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    async def document_highlight(ls: NxLanguageServer, params: lsp.DocumentHighlightParams):
+        path, gi, occ = await ls.occurrence(params)
+        if occ is None or occ.target is None or occ.kind == "import":
+            return None
+        return F.highlights(gi, path, occ)
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    async def folding_range(ls: NxLanguageServer, params: lsp.FoldingRangeParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return F.folding_ranges(gi, ls.doc_path(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+                    lsp.SignatureHelpOptions(trigger_characters=["(", ","]))
+    async def signature_help(ls: NxLanguageServer, params: lsp.SignatureHelpParams):
+        uri = params.text_document.uri
+        doc = ls.docs.get(uri)
+        state = (doc.good or doc.state) if doc is not None else None
+        if state is None:
+            _, gi = await ls.fresh(uri)
+            text = gi.modules[ls.doc_path(uri)].text if ls.doc_path(uri) in gi.modules else ""
+        else:                   # while typing: the call from the text now, the names from the last analysis
+            gi, text = state.gi, ls.text(doc)
+        line, col = F.from_lsp(text, params.position)
+        return F.signature_help(gi, text, line, col)
+
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    async def workspace_symbol(ls: NxLanguageServer, params: lsp.WorkspaceSymbolParams):
+        overlay, out = ls.overlay(), []
+        for path in ls.workspace_files():
+            text = read_text(path, overlay)
+            if text is not None and params.query.lower() in text.lower():
+                out += await ls.run(F.top_level_symbols, path, text, params.query, ls.uri_for(path))
+        return out
+
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):
         uri = params.text_document.uri

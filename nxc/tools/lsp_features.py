@@ -16,7 +16,7 @@ from lsprotocol import types as lsp
 
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.syntax import ast
-from nxc.syntax.printer import signature
+from nxc.syntax.printer import signature, type_text
 from nxc.tools import checked
 from nxc.tools.index import Definition, GraphIndex, Loc, Occurrence
 
@@ -353,3 +353,85 @@ def word_length(text: str, loc: Loc) -> int:
     return len(m.group(0)) if m else 1
 
 
+
+
+def highlights(gi: GraphIndex, path: str, occ: Occurrence) -> list[lsp.DocumentHighlight]:
+    """Every place in the document naming what `occ` names (the definition: Write)."""
+    mi = gi.modules[path]
+    out = []
+    for o in mi.occurrences:
+        if o.target == occ.target and o.kind != "import":
+            kind = lsp.DocumentHighlightKind.Write if o.loc == o.target else lsp.DocumentHighlightKind.Read
+            out.append(lsp.DocumentHighlight(range=range_of(mi.text, o.loc, o.length), kind=kind))
+    return out
+
+
+def folding_ranges(gi: GraphIndex, path: str) -> list[lsp.FoldingRange]:
+    """Blocks and struct bodies over more than one line, and comment blocks of 3+ lines."""
+    mi = gi.modules.get(path)
+    if mi is None:
+        return []
+    spans = {(s.start[0], s.end[0]) for s in mi.scopes if s.end[0] < 10 ** 6}
+    spans |= {(d.loc.line, d.end_line) for d in mi.definitions if d.kind == "struct"}
+    out = [lsp.FoldingRange(start_line=a - 1, end_line=b - 1) for a, b in sorted(spans) if b > a]
+    lines = mi.text.split("\n")
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and lines[j].lstrip().startswith("//"):
+            j += 1
+        if j - i >= 3:
+            out.append(lsp.FoldingRange(start_line=i, end_line=j - 1, kind=lsp.FoldingRangeKind.Comment))
+        i = max(j, i + 1)
+    return out
+
+
+def signature_help(gi: GraphIndex, text: str, line: int, col: int) -> lsp.SignatureHelp | None:
+    """The signature of the call the cursor is in, with the argument it is at."""
+    before = "\n".join(text.split("\n")[:line - 1] + [line_of(text, line)[:col - 1]])
+    depth, commas, i = 0, 0, len(before) - 1
+    while i >= 0:
+        ch = before[i]
+        if ch in ")]":
+            depth += 1
+        elif ch in "([":
+            if depth == 0:
+                if ch == "(":
+                    break
+                return None
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+        elif ch in "{};":
+            return None
+        i -= 1
+    m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", before[:max(i, 0)])
+    if i < 0 or not m or gi.result is None:
+        return None
+    sym = gi.result.top_symbol(m.group(1))
+    if sym is None or not isinstance(sym.decl, ast.FuncDecl):
+        return None
+    params = [lsp.ParameterInformation(label=f"{p.name}: {type_text(p.type_expr)}") for p in sym.decl.params]
+    return lsp.SignatureHelp(signatures=[lsp.SignatureInformation(label=signature(sym.decl), parameters=params)],
+                             active_signature=0, active_parameter=min(commas, max(len(params) - 1, 0)))
+
+
+def top_level_symbols(path: str, text: str, query: str, uri: str) -> list[lsp.WorkspaceSymbol]:
+    """A module's top-level names containing `query` (any case), from its parse only."""
+    from nxc.tools.workspace import parse_tolerant
+    module = parse_tolerant(path, text).module
+    if module is None:
+        return []
+    q = query.lower()
+    out = []
+    for item in module.items:
+        name = getattr(item, "name", None)
+        if not name or isinstance(item, ast.Import) or q not in name.lower():
+            continue
+        kind = ("extern" if item.is_extern else "func") if isinstance(item, ast.FuncDecl) else \
+            {ast.ConstDecl: "const", ast.GlobalDecl: "global", ast.TypeAlias: "type",
+             ast.StructDecl: "struct"}.get(type(item), "func")
+        loc = Loc(path, item.pos.line, item.pos.col)
+        out.append(lsp.WorkspaceSymbol(name=name, kind=_KIND_SYMBOL[kind],
+                                       location=lsp.Location(uri=uri, range=range_of(text, loc, len(name)))))
+    return out

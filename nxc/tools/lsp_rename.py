@@ -96,7 +96,8 @@ def check_safe(analyzer, overlay: dict[str, str], d: Definition, places: list[tu
         return Loc(loc.path, loc.line, loc.col + delta * before)
 
     def unmoved(loc: Loc) -> Loc:          # where a position after the edits was before them
-        before = sum(1 for c in by_line.get((loc.path, loc.line), ()) if moved(Loc(loc.path, loc.line, c)).col < loc.col)
+        cols = by_line.get((loc.path, loc.line), ())
+        before = sum(1 for c in cols if moved(Loc(loc.path, loc.line, c)).col < loc.col)
         return Loc(loc.path, loc.line, loc.col - delta * before)
 
     edited = dict(overlay)
