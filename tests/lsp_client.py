@@ -68,11 +68,18 @@ class LspClient:
 
     # ---- API ----
     def request(self, method: str, params: dict | None = None):
+        return self.wait(method, *self.send_request(method, params))
+
+    def send_request(self, method: str, params: dict | None = None) -> tuple[int, queue.Queue]:
+        """Send a request without waiting: its id and the queue its answer comes to (for `wait`)."""
         with self._lock:
             self._next_id += 1
             rid = self._next_id
             q = self._responses[rid] = queue.Queue()
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        return rid, q
+
+    def wait(self, method: str, rid: int, q: queue.Queue):
         try:
             message = q.get(timeout=self.timeout)
         except queue.Empty:

@@ -321,3 +321,27 @@ def test_highlight_folding_signature_help_workspace_symbols(ws):
     syms = ws.request("workspace/symbol", {"query": "SCAL"})
     assert [(s["name"], s["kind"], s["location"]["uri"]) for s in syms] == \
         [("SCALE", 14, ws.uri), ("scale", 12, ws.uri)]
+
+
+def test_cancel_request_stops_references(tmp_path):
+    """$/cancelRequest of a references request over many files: answered
+    RequestCancelled (-32800), and the server goes on answering."""
+    paths = _tree(tmp_path, 80)
+    c = start(tmp_path)
+    try:
+        uri = c.open(tmp_path / "m0.nx")
+        assert c.diagnostics(uri) == []
+        rid, q = c.send_request("textDocument/references", {
+            "textDocument": {"uri": uri}, "position": {"line": 0, "character": 6},
+            "context": {"includeDeclaration": True}})
+        c.notify("$/cancelRequest", {"id": rid})
+        with pytest.raises(LspError) as e:
+            c.wait("textDocument/references", rid, q)
+        assert e.value.code == -32800
+        # and a whole one still works afterwards (f0 is used in m1 only)
+        refs = req(c, "textDocument/references", uri, {"line": 0, "character": 6},
+                   context={"includeDeclaration": True})
+        assert sorted(r["uri"].rsplit("/", 1)[1] for r in refs) == ["m0.nx", "m1.nx"]
+        assert len(paths) == 80
+    finally:
+        c.close()

@@ -68,6 +68,7 @@ class Doc:
     path: str                   # the analyses' name for it: its real path, or a made-up one
     version: int
     state: State | None = None  # the last analysis published
+    closed: bool = False
     good: State | None = None   # the last one whose module had an AST (completion while typing)
 
 
@@ -159,27 +160,33 @@ class NxLanguageServer(LanguageServer):
         loop = asyncio.get_running_loop()
         self._timers[uri] = loop.call_later(delay, lambda: loop.create_task(self.check(uri)))
 
-    def _analyse(self, doc: Doc, version: int, overlay: dict[str, str]):
+    def _analyse(self, doc: Doc, version: int, overlay: dict[str, str], uris: dict[str, str]):
+        """On the worker thread: reads only what it is given, and the
+        versions (a superseded check stops)."""
         def superseded() -> bool:
-            now = self.docs.get(doc.uri)
-            return now is None or now.version != version
+            return doc.version != version or doc.closed
         if superseded():
             raise Cancelled
         gi = self.analyzer.analyse(doc.path, overlay, superseded)
-        return gi, F.diagnostics_for(gi, doc.path, self.uri_for)
+        return gi, F.diagnostics_for(gi, doc.path, lambda p: uris.get(p) or from_fs_path(p) or p)
+
+    def uris(self) -> dict[str, str]:
+        return {d.path: d.uri for d in self.docs.values()}
 
     async def check(self, uri: str) -> State | None:
         """Analyse the open document `uri` now and publish its diagnostics
         (unless a newer version came meanwhile); the open documents that
         import it are checked next."""
-        self._timers.pop(uri, None)
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()          # called directly (a request wants it now): the debounced one is not needed
         doc = self.docs.get(uri)
         if doc is None:
             return None
         version, overlay = doc.version, self.overlay()
         text = overlay[doc.path]
         try:
-            gi, diags = await self.run(self._analyse, doc, version, overlay)
+            gi, diags = await self.run(self._analyse, doc, version, overlay, self.uris())
         except Cancelled:
             return None
         except Exception:  # noqa: BLE001 - one document's failure must not stop the server
@@ -207,7 +214,7 @@ class NxLanguageServer(LanguageServer):
         if doc.state is None or doc.state.version != doc.version:
             await self.check(uri)
         if doc.state is None or doc.state.version != doc.version:    # superseded while it ran
-            gi, _ = await self.run(self._analyse, doc, doc.version, self.overlay())
+            gi, _ = await self.run(self._analyse, doc, doc.version, self.overlay(), self.uris())
             return doc, gi
         return doc, doc.state.gi
 
@@ -283,6 +290,8 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NxLanguageServer, params: lsp.DidCloseTextDocumentParams):
         doc = ls.docs.pop(params.text_document.uri, None)
+        if doc is not None:
+            doc.closed = True
         timer = ls._timers.pop(params.text_document.uri, None)
         if timer is not None:
             timer.cancel()
