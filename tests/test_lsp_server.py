@@ -345,3 +345,40 @@ def test_cancel_request_stops_references(tmp_path):
         assert len(paths) == 80
     finally:
         c.close()
+
+
+def test_semantic_tokens(ws):
+    data = ws.request("textDocument/semanticTokens/full", {"textDocument": {"uri": ws.uri}})["data"]
+    tokens, line, char = [], 0, 0
+    for i in range(0, len(data), 5):
+        dl, dc, length, ty, mods = data[i:i + 5]
+        line, char = line + dl, (char + dc if dl == 0 else dc)
+        tokens.append((line, char, length, ty, mods))
+    types = ["function", "variable", "parameter", "type", "struct", "property"]
+    named = {(t[0], t[1]): (types[t[3]], t[4]) for t in tokens}
+    assert named[(2, 6)] == ("variable", 1 | 2)              # const SCALE: declaration, readonly
+    assert named[(8, 11)] == ("parameter", 1)                # v
+    assert named[(9, 15)] == ("variable", 2)                 # SCALE in the body
+    assert named[(13, 17)] == ("function", 0)                # scale(2)
+    assert named[(14, 7)] == ("function", 4)                 # nx_f32_is_nan: the bundled library
+    assert named[(4, 5)] == ("function", 1)
+
+
+def test_code_action_adds_the_import(tmp_path):
+    (tmp_path / "helper.nx").write_text("func helper_fn(a: i64) -> i64 { return a }\n", encoding="utf-8")
+    text = "// app\n\nfunc main() -> i64 {\n    return helper_fn(nx_f32_neg(1)) - 1\n}\n"
+    (tmp_path / "app.nx").write_text(text, encoding="utf-8")
+    c = start(tmp_path)
+    try:
+        uri = c.open(tmp_path / "app.nx")
+        diags = c.diagnostics(uri)
+        assert sorted(d["message"].split(";")[0] for d in diags) == \
+            ["undefined name 'helper_fn'", "undefined name 'nx_f32_neg'"]
+        actions = c.request("textDocument/codeAction", {
+            "textDocument": {"uri": uri}, "range": diags[0]["range"], "context": {"diagnostics": diags}})
+        got = sorted((a["title"], e["range"]["start"]["line"], e["newText"])
+                     for a in actions for e in a["edit"]["changes"][uri])
+        assert got == [('add the import "helper.nx" (defines helper_fn)', 2, 'import "helper.nx"\n'),
+                       ('add the import "nx_f32.nx" (defines nx_f32_neg)', 2, 'import "nx_f32.nx"\n')]
+    finally:
+        c.close()

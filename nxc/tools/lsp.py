@@ -39,6 +39,7 @@ from nxc.tools import lsp_features as F
 from nxc.tools import lsp_rename
 from nxc.tools.analysis import Analyzer, Cancelled
 from nxc.tools.index import GraphIndex, Loc, Occurrence
+from nxc.syntax.loader import bundled_dir, search_path
 from nxc.tools.workspace import read_text
 
 # A change is checked once the editor has been quiet this long: a burst of
@@ -411,6 +412,28 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
             if text is not None and params.query.lower() in text.lower():
                 out += await ls.run(F.top_level_symbols, path, text, params.query, ls.uri_for(path))
         return out
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                    lsp.SemanticTokensLegend(token_types=F.TOKEN_TYPES, token_modifiers=F.TOKEN_MODIFIERS))
+    async def semantic_tokens(ls: NxLanguageServer, params: lsp.SemanticTokensParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return lsp.SemanticTokens(data=F.semantic_tokens(gi, ls.doc_path(params.text_document.uri),
+                                                         os.path.realpath(bundled_dir()) + os.sep))
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    async def code_action(ls: NxLanguageServer, params: lsp.CodeActionParams):
+        uri = params.text_document.uri
+        path = ls.doc_path(uri)
+        doc = ls.docs.get(uri)
+        text = ls.text(doc) if doc is not None else (read_text(path, None) or "")
+        folders = [os.path.dirname(path), *search_path(ls.include)]
+        overlay = ls.overlay()
+        actions = await ls.run(F.import_fixes, path, text, params.context.diagnostics, folders,
+                               lambda p: read_text(p, overlay))
+        for a in actions:                   # the edit is to this document, under its URI
+            a.edit = lsp.WorkspaceEdit(changes={uri: a.edit.changes[""]})
+        return actions
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):

@@ -435,3 +435,96 @@ def top_level_symbols(path: str, text: str, query: str, uri: str) -> list[lsp.Wo
         out.append(lsp.WorkspaceSymbol(name=name, kind=_KIND_SYMBOL[kind],
                                        location=lsp.Location(uri=uri, range=range_of(text, loc, len(name)))))
     return out
+
+
+# ---------------------------------------------------------------- semantic tokens
+TOKEN_TYPES = ["function", "variable", "parameter", "type", "struct", "property"]
+TOKEN_MODIFIERS = ["declaration", "readonly", "defaultLibrary"]
+_TOKEN_OF_KIND = {"func": "function", "extern": "function", "const": "variable", "global": "variable",
+                  "local": "variable", "param": "parameter", "type": "type", "struct": "struct",
+                  "field": "property"}
+
+
+def semantic_tokens(gi: GraphIndex, path: str, bundled: str) -> list[int]:
+    """The names of the document, each typed by what it refers to (LSP's
+    relative encoding: line delta, start delta, length, type, modifiers)."""
+    mi = gi.modules.get(path)
+    if mi is None:
+        return []
+    data: list[int] = []
+    last_line = last_char = 0
+    for o in mi.occurrences:
+        if o.target is None or o.kind not in ("name", "field", "type"):
+            continue
+        d = gi.definitions.get(o.target)        # the document's own (walked); imported: the checker's symbol
+        if d is not None:
+            kind = d.kind
+        else:
+            name = line_of(mi.text, o.loc.line)[o.loc.col - 1:o.loc.col - 1 + o.length]
+            sym = gi.result.top_symbol(name) if gi.result is not None else None
+            kind = "field" if o.kind == "field" else (sym.kind if sym is not None else "")
+        token = _TOKEN_OF_KIND.get(kind)
+        if token is None:
+            continue
+        mods = (1 if o.loc == o.target else 0) | (2 if kind == "const" else 0) | \
+            (4 if o.target.path.startswith(bundled) else 0)
+        start = to_lsp(mi.text, o.loc.line, o.loc.col)
+        end = to_lsp(mi.text, o.loc.line, o.loc.col + o.length)
+        dl = start.line - last_line
+        data += [dl, start.character - (last_char if dl == 0 else 0), end.character - start.character,
+                 TOKEN_TYPES.index(token), mods]
+        last_line, last_char = start.line, start.character
+    return data
+
+
+# ---------------------------------------------------------------- code actions
+_UNDEFINED = re.compile(r"undefined name '([A-Za-z_][A-Za-z0-9_]*)'")
+
+
+def import_fixes(path: str, text: str, diagnostics: list[lsp.Diagnostic], folders: list[str],
+                 read) -> list[lsp.CodeAction]:
+    """"add the import": for each undefined name of `diagnostics`, each module
+    of `folders` (the document's folder, then the import search path: where
+    an `import "x.nx"` is found) that defines it at top level."""
+    out = []
+    imported = set(re.findall(r'^\s*import\s+"([^"]+)"', text, re.M))
+    for diag in diagnostics:
+        m = _UNDEFINED.search(diag.message)
+        if not m:
+            continue
+        name, seen = m.group(1), set()
+        for folder in folders:
+            try:
+                files = sorted(f for f in os.listdir(folder) if f.endswith(".nx"))
+            except OSError:
+                continue
+            for f in files:
+                full = os.path.realpath(os.path.join(folder, f))
+                if f in seen or f in imported or full == path:
+                    continue
+                seen.add(f)
+                body = read(full)
+                if body is None or name not in body:
+                    continue
+                if any(s.name == name for s in top_level_symbols(full, body, name, "")):
+                    out.append(lsp.CodeAction(
+                        title=f'add the import "{f}" (defines {name})', kind=lsp.CodeActionKind.QuickFix,
+                        diagnostics=[diag], is_preferred=len(out) == 0,
+                        edit=lsp.WorkspaceEdit(changes={"": [_import_edit(text, f)]})))
+    return out
+
+
+def _import_edit(text: str, module: str) -> lsp.TextEdit:
+    """A line `import "module"` after the last import (or after the header comment block)."""
+    lines = text.split("\n")
+    at = 0
+    for i, line in enumerate(lines):
+        if line.startswith("import "):
+            at = i + 1
+    if at == 0:
+        while at < len(lines) and lines[at].startswith("//"):
+            at += 1
+        if at and at < len(lines) and not lines[at].strip():
+            at += 1
+    pos = lsp.Position(line=at, character=0)
+    return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=f'import "{module}"\n')
