@@ -13,6 +13,7 @@ import os
 import re
 
 from lsprotocol import types as lsp
+from pygls.uris import from_fs_path
 
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.syntax import ast
@@ -35,9 +36,11 @@ _KIND_COMPLETION = {"func": lsp.CompletionItemKind.Function, "extern": lsp.Compl
 
 
 # ---------------------------------------------------------------- features
-def diagnostics_for(gi: GraphIndex, path: str, uri_for) -> list[lsp.Diagnostic]:
+def diagnostics_for(gi: GraphIndex, path: str, uri_for=None) -> list[lsp.Diagnostic]:
     """Every error and warning of the document, located to the column; an
-    error inside an imported module is shown on the import line that leads to it."""
+    error inside an imported module is shown on the import line that leads
+    to it. `uri_for(path)`: how related locations name a file (default: its file: URI)."""
+    uri_for = uri_for or from_fs_path
     text = gi.modules[path].text if path in gi.modules else ""
     loaded = gi.loaded
     out: list[lsp.Diagnostic] = []
