@@ -382,3 +382,23 @@ def test_code_action_adds_the_import(tmp_path):
                        ('add the import "nx_f32.nx" (defines nx_f32_neg)', 2, 'import "nx_f32.nx"\n')]
     finally:
         c.close()
+
+
+def test_inlay_hints_inferred_types_and_field_offsets(tmp_path):
+    text = ("struct P {\n    a: i32,\n    b: i64, // the second\n}\n\n"
+            "func main() -> i64 {\n    let n = 4\n    let m: i64 = n\n    return m - 4\n}\n")
+    (tmp_path / "p.nx").write_text(text, encoding="utf-8")
+    c = start(tmp_path)
+    try:
+        uri = c.open(tmp_path / "p.nx")
+        assert c.diagnostics(uri) == []
+        hints = c.request("textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": {
+            "start": {"line": 0, "character": 0}, "end": {"line": 10, "character": 0}}})
+        got = sorted((h["position"]["line"], h["position"]["character"], h["label"]) for h in hints)
+        assert got == [(1, 11, "+0, 4 B"), (2, 11, "+8, 8 B"), (6, 9, ": i64")]
+        # only the lines asked for
+        hints = c.request("textDocument/inlayHint", {"textDocument": {"uri": uri}, "range": {
+            "start": {"line": 5, "character": 0}, "end": {"line": 9, "character": 0}}})
+        assert [h["label"] for h in hints] == [": i64"]
+    finally:
+        c.close()

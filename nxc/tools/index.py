@@ -46,6 +46,8 @@ class Definition:
     end_line: int = 0      # last line of the declaration (a function's closing brace)
     container: str = ""    # the struct of a field, the function of a local or parameter
     layout: str = ""       # structs: size, alignment and one line per field with its offset
+    inferred: bool = False  # a local declared without a type (`let x = ...`): its type was inferred
+    offset: int | None = None   # fields: the offset in the struct, once laid out
 
 
 @dataclass
@@ -306,7 +308,7 @@ class _Walker:
             where = f" at offset {sf.offset}, {sf.type.size} B" if sf else ""
             self.add_def(f.pos, f.name, "field", f"field {item.name}.{f.name}: {type_text(f.type_expr)}{where}",
                          doc=_trailing_or_above(self.lines, f.pos.line), type=sf.type if sf else None,
-                         container=item.name, end_line=f.pos.line)
+                         container=item.name, end_line=f.pos.line, offset=sf.offset if sf else None)
             self.type_expr(f.type_expr)
 
     def type_expr(self, t) -> None:
@@ -333,7 +335,7 @@ class _Walker:
             ty = info.type if info is not None else None
             shown = type_text(s.type_expr) if s.type_expr is not None else _show_type(ty)
             d = self.add_def(s.pos, s.name, "local", f"{'var' if s.mutable else 'let'} {s.name}: {shown}",
-                             type=ty, container=self.func, end_line=s.pos.line)
+                             type=ty, container=self.func, end_line=s.pos.line, inferred=s.type_expr is None)
             scope.names.append((s.name, d.loc, ty))
         elif isinstance(s, ast.Assign):
             self.expr(s.target)

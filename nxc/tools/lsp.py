@@ -435,6 +435,12 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
             a.edit = lsp.WorkspaceEdit(changes={uri: a.edit.changes[""]})
         return actions
 
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    async def inlay_hint(ls: NxLanguageServer, params: lsp.InlayHintParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return F.inlay_hints(gi, ls.doc_path(params.text_document.uri),
+                             params.range.start.line + 1, params.range.end.line + 1)
+
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):
         uri = params.text_document.uri

@@ -531,3 +531,25 @@ def _import_edit(text: str, module: str) -> lsp.TextEdit:
             at += 1
     pos = lsp.Position(line=at, character=0)
     return lsp.TextEdit(range=lsp.Range(start=pos, end=pos), new_text=f'import "{module}"\n')
+
+
+# ---------------------------------------------------------------- inlay hints
+def inlay_hints(gi: GraphIndex, path: str, first: int, last: int) -> list[lsp.InlayHint]:
+    """Lines first..last (1-based): the inferred type after a local declared
+    without one (`let n = 4` shows `: i64`); a struct field's offset and
+    size at the end of its line."""
+    mi = gi.modules.get(path)
+    if mi is None:
+        return []
+    out = []
+    for d in mi.definitions:
+        if not first <= d.loc.line <= last:
+            continue
+        if d.kind == "local" and d.inferred and d.type is not None:
+            out.append(lsp.InlayHint(position=to_lsp(mi.text, d.loc.line, d.loc.col + len(d.name)),
+                                     label=f": {d.type}", kind=lsp.InlayHintKind.Type))
+        elif d.kind == "field" and d.offset is not None and d.type is not None:
+            code = line_of(mi.text, d.loc.line).split("//", 1)[0].rstrip()
+            out.append(lsp.InlayHint(position=to_lsp(mi.text, d.loc.line, len(code) + 1),
+                                     label=f"+{d.offset}, {d.type.size} B", padding_left=True))
+    return out
