@@ -68,8 +68,13 @@ def test_a_burst_of_changes_gives_one_versioned_publish(ws):
     texts = [MOD.replace("return a + b", "return a + b" + "x" * i) for i in range(1, 12)]
     for v, t in enumerate(texts, start=2):
         ws.change(ws.uri, t, v)
-    got = ws.published(ws.uri)
-    assert got["version"] == 12                       # the last version, not the first
+    seen = [ws.published(ws.uri)]
+    while seen[-1]["version"] != 12:
+        seen.append(ws.published(ws.uri))
+    # one publish for the burst (a descheduled server may see a pause inside
+    # it: a very loaded machine, at most a couple more), never one per change
+    assert len(seen) <= 3, [p["version"] for p in seen]
+    got = seen[-1]
     assert any("'bxxxxxxxxxxx'" in d["message"] for d in got["diagnostics"])
     ws.change(ws.uri, MOD, 13)
     got = ws.published(ws.uri)
