@@ -407,3 +407,27 @@ def test_inlay_hints_inferred_types_and_field_offsets(tmp_path):
         assert [h["label"] for h in hints] == [": i64"]
     finally:
         c.close()
+
+
+def test_code_action_did_you_mean(ws):
+    text = MOD.replace("return vsum(x, 1) - 7", "return vsun(x, 1) - 7")
+    ws.change(ws.uri, text, 2)
+    diags = ws.published(ws.uri)["diagnostics"]
+    assert [d["message"] for d in diags] == ["undefined name 'vsun'; did you mean 'vsum'?"]
+    actions = ws.request("textDocument/codeAction", {"textDocument": {"uri": ws.uri}, "range": diags[0]["range"],
+                                                     "context": {"diagnostics": diags}})
+    fix = [a for a in actions if a["title"] == "change 'vsun' to 'vsum'"]
+    assert fix and fix[0]["edit"]["changes"][ws.uri] == [{"range": diags[0]["range"], "newText": "vsum"}]
+
+
+def test_hover_while_a_check_is_pending(ws):
+    # an edit on another line, hover right away: answered (from the last
+    # analysis, the cursor's line being the same)
+    text = MOD.replace("return a + b", "return a + b ")
+    ws.change(ws.uri, text, 2)
+    h = req(ws, "textDocument/hover", ws.uri, at(text, "SCALE", nth=1))
+    assert "const SCALE: i64 = 3" in h["contents"]["value"]
+    # the answer came before the (debounced) check of version 2 was published:
+    # it did not wait for it (the client queues messages in the order they came)
+    assert ws.notifications.empty()
+    assert ws.published(ws.uri)["version"] == 2

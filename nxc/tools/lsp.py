@@ -219,10 +219,21 @@ class NxLanguageServer(LanguageServer):
             return doc, gi
         return doc, doc.state.gi
 
-    async def occurrence(self, params) -> tuple[str, GraphIndex, Occurrence | None]:
+    async def occurrence(self, params, quick: bool = False) -> tuple[str, GraphIndex, Occurrence | None]:
+        """What the cursor is on. quick=True (hover): from the last analysis
+        without waiting for the check of what was typed since, when the text
+        has as many lines as then and the cursor's line is the same."""
         uri = params.text_document.uri
-        _, gi = await self.fresh(uri)
         path = self.doc_path(uri)
+        doc = self.docs.get(uri)
+        state = doc.state if doc is not None else None
+        if quick and state is not None and path in state.gi.modules:
+            now, then = self.text(doc).split("\n"), state.text.split("\n")
+            n = params.position.line
+            if len(now) == len(then) and n < len(now) and now[n] == then[n]:
+                mi = state.gi.modules[path]
+                return path, state.gi, mi.occurrence_at(*F.from_lsp(mi.text, params.position))
+        _, gi = await self.fresh(uri)
         mi = gi.modules.get(path)
         if mi is None:
             return path, gi, None
@@ -314,7 +325,7 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
     async def hover(ls: NxLanguageServer, params: lsp.HoverParams):
-        _, gi, occ = await ls.occurrence(params)
+        _, gi, occ = await ls.occurrence(params, quick=True)
         if occ is None:
             return None
         text = F.hover_text(gi, occ)
@@ -429,8 +440,9 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
         text = ls.text(doc) if doc is not None else (read_text(path, None) or "")
         folders = [os.path.dirname(path), *search_path(ls.include)]
         overlay = ls.overlay()
-        actions = await ls.run(F.import_fixes, path, text, params.context.diagnostics, folders,
-                               lambda p: read_text(p, overlay))
+        actions = F.did_you_mean_fixes(params.context.diagnostics)
+        actions += await ls.run(F.import_fixes, path, text, params.context.diagnostics, folders,
+                                lambda p: read_text(p, overlay))
         for a in actions:                   # the edit is to this document, under its URI
             a.edit = lsp.WorkspaceEdit(changes={uri: a.edit.changes[""]})
         return actions

@@ -517,6 +517,22 @@ def import_fixes(path: str, text: str, diagnostics: list[lsp.Diagnostic], folder
     return out
 
 
+_DID_YOU_MEAN = re.compile(r"^undefined name '([A-Za-z_][A-Za-z0-9_]*)'; did you mean '([A-Za-z_][A-Za-z0-9_]*)'\?")
+
+
+def did_you_mean_fixes(diagnostics: list[lsp.Diagnostic]) -> list[lsp.CodeAction]:
+    """The checker's `did you mean 'y'?` of an undefined name, as an edit of its range."""
+    out = []
+    for diag in diagnostics:
+        m = _DID_YOU_MEAN.match(diag.message)
+        if m:
+            out.append(lsp.CodeAction(title=f"change '{m.group(1)}' to '{m.group(2)}'",
+                                      kind=lsp.CodeActionKind.QuickFix, diagnostics=[diag], is_preferred=True,
+                                      edit=lsp.WorkspaceEdit(changes={"": [lsp.TextEdit(range=diag.range,
+                                                                                        new_text=m.group(2))]})))
+    return out
+
+
 def _import_edit(text: str, module: str) -> lsp.TextEdit:
     """A line `import "module"` after the last import (or after the header comment block)."""
     lines = text.split("\n")
