@@ -106,6 +106,7 @@ class NxLanguageServer(LanguageServer):
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nxc-lsp-check")
         self.docs: dict[str, Doc] = {}          # uri -> open document
         self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._running: dict[str, tuple[int, asyncio.Future]] = {}     # uri -> (version, its check)
         self.exit_code = 0
         self.shut_down = False
 
@@ -177,13 +178,23 @@ class NxLanguageServer(LanguageServer):
     async def check(self, uri: str) -> State | None:
         """Analyse the open document `uri` now and publish its diagnostics
         (unless a newer version came meanwhile); the open documents that
-        import it are checked next."""
+        import it are checked next. A check of the same version under way
+        is waited for, not run twice."""
         timer = self._timers.pop(uri, None)
         if timer is not None:
             timer.cancel()          # called directly (a request wants it now): the debounced one is not needed
         doc = self.docs.get(uri)
         if doc is None:
             return None
+        running = self._running.get(uri)
+        if running is None or running[0] != doc.version or running[1].done():
+            running = (doc.version, asyncio.ensure_future(self._check_now(doc)))
+            self._running[uri] = running
+        # shielded: a cancelled request does not cancel the check it waits for
+        return await asyncio.shield(running[1])
+
+    async def _check_now(self, doc: Doc) -> State | None:
+        uri = doc.uri
         version, overlay = doc.version, self.overlay()
         text = overlay[doc.path]
         try:
@@ -302,6 +313,7 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NxLanguageServer, params: lsp.DidCloseTextDocumentParams):
         doc = ls.docs.pop(params.text_document.uri, None)
+        ls._running.pop(params.text_document.uri, None)
         if doc is not None:
             doc.closed = True
         timer = ls._timers.pop(params.text_document.uri, None)
