@@ -431,3 +431,34 @@ def test_hover_while_a_check_is_pending(ws):
     # it did not wait for it (the client queues messages in the order they came)
     assert ws.notifications.empty()
     assert ws.published(ws.uri)["version"] == 2
+
+
+def test_references_over_a_generated_tree_stay_small(tmp_path):
+    """First find-references of a name every module uses (`nx_f32_add`) in a
+    60-module bench/gen_tree.py tree: every use found, and the server's RSS
+    stays far from the gigabytes of a tree per module kept."""
+    import re
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, os.path.join(root, "bench", "gen_tree.py"), str(tree), "--modules", "60",
+                    "--graph", "random", "--seed", "2"], check=True, capture_output=True, timeout=120)
+    expected = sum(len(re.findall(r"\bnx_f32_add\b", p.read_text())) for p in tree.glob("*.nx"))
+    c = start(tree, timeout=300)
+    try:
+        leaf = tree / "t0059.nx"
+        text = leaf.read_text()
+        uri = c.open(leaf)
+        c.diagnostics(uri)
+        refs = req(c, "textDocument/references", uri, at(text, "nx_f32_add(", offset=1),
+                   context={"includeDeclaration": False})
+        in_tree = [r for r in refs if r["uri"].startswith(tree.as_uri() + "/")]
+        assert len(in_tree) == expected > 60
+        # and the uses inside the defining module (the bundled nx_f32.nx)
+        assert {r["uri"].rsplit("/", 1)[1] for r in refs if r not in in_tree} == {"nx_f32.nx"}
+        with open(f"/proc/{c.proc.pid}/status") as f:
+            rss_mb = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+        assert rss_mb < 300, rss_mb
+    finally:
+        c.close()
