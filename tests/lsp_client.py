@@ -14,6 +14,14 @@ import threading
 from pathlib import Path
 
 
+class LspError(RuntimeError):
+    """An error response: `code` and `message` as the server sent them."""
+
+    def __init__(self, method: str, error: dict):
+        super().__init__(f"{method}: {error}")
+        self.code, self.message = error.get("code"), error.get("message", "")
+
+
 class LspClient:
     def __init__(self, args: list[str], cwd: str | None = None, timeout: float = 20.0):
         self.timeout = timeout
@@ -60,18 +68,25 @@ class LspClient:
 
     # ---- API ----
     def request(self, method: str, params: dict | None = None):
+        return self.wait(method, *self.send_request(method, params))
+
+    def send_request(self, method: str, params: dict | None = None) -> tuple[int, queue.Queue]:
+        """Send a request without waiting: its id and the queue its answer comes to (for `wait`)."""
         with self._lock:
             self._next_id += 1
             rid = self._next_id
             q = self._responses[rid] = queue.Queue()
         self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        return rid, q
+
+    def wait(self, method: str, rid: int, q: queue.Queue):
         try:
             message = q.get(timeout=self.timeout)
         except queue.Empty:
             raise TimeoutError(f"no answer to {method} in {self.timeout} s; server stderr: "
                                + self._stderr_so_far()) from None
         if "error" in message:
-            raise RuntimeError(f"{method}: {message['error']}")
+            raise LspError(method, message["error"])
         return message["result"]
 
     def notify(self, method: str, params: dict) -> None:
@@ -79,13 +94,17 @@ class LspClient:
 
     def diagnostics(self, uri: str) -> list[dict]:
         """The next diagnostics the server publishes for `uri`."""
+        return self.published(uri)["diagnostics"]
+
+    def published(self, uri: str) -> dict:
+        """The next publishDiagnostics params for `uri` (uri, version, diagnostics)."""
         while True:
             try:
                 message = self.notifications.get(timeout=self.timeout)
             except queue.Empty:
                 raise TimeoutError(f"no diagnostics for {uri}; server stderr: " + self._stderr_so_far()) from None
             if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
-                return message["params"]["diagnostics"]
+                return message["params"]
 
     def initialize(self, root: Path) -> dict:
         result = self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
@@ -94,8 +113,9 @@ class LspClient:
         self.notify("initialized", {})
         return result
 
-    def open(self, path: Path, text: str | None = None) -> str:
-        uri = path.as_uri()
+    def open(self, path: Path, text: str | None = None, uri: str | None = None) -> str:
+        """Open `path` (under `uri` if given: a symlinked path, untitled:)."""
+        uri = uri or path.as_uri()
         self.notify("textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "nx", "version": 1,
             "text": path.read_text(encoding="utf-8") if text is None else text}})

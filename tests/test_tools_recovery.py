@@ -57,7 +57,7 @@ def test_open_documents_override_files_also_for_imports(tmp_path):
 
 
 def test_checker_errors_caused_by_a_blanked_line_are_not_shown(tmp_path):
-    from nxc.tools.lsp import diagnostics_for
+    from nxc.tools.lsp_features import diagnostics_for
     path = tmp_path / "t.nx"
     path.write_text("func f() -> i64 {\n    let x: i64 = (\n    return x\n}\n")
     real = os.path.realpath(path)

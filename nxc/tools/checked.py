@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nxc.check.checker import Checker
+from nxc.check.reuse import DeclReuse
 from nxc.check.types import BUILTIN_TYPES, PointerType, StructType, Type
 from nxc.diagnostics import CompileError, Diagnostic, Diagnostics, Pos
 from nxc.syntax import ast
@@ -32,6 +33,8 @@ class SymbolInfo:
 class CheckResult:
     diagnostics: list[Diagnostic]          # errors and warnings, in report order
     _checker: Checker
+    # the modules whose bodies were checked (None: none, the declarations failed)
+    bodies_checked: set[str] | None = None
 
     def top_symbol(self, name: str) -> SymbolInfo | None:
         """A top-level name of the import graph (every module shares one namespace)."""
@@ -49,18 +52,38 @@ class CheckResult:
         return self._checker.alias_types.get(name)
 
 
-def check_graph(graph: ModuleGraph) -> CheckResult:
+class _ToolChecker(DeclReuse, Checker):
+    """The checker taking the declarations of modules kept from earlier
+    checks of this process where every name they resolve is the same symbol
+    (nxc/check/reuse.py): an editor's server checks the same imported
+    modules at every keystroke."""
+
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.init_reuse()
+
+
+def check_graph(graph: ModuleGraph, bodies=None) -> CheckResult:
     """Run the checker; keep whatever it found even when it reports errors
-    (it stops between phases: after a declaration error no body is typed)."""
+    (it stops between phases: after a declaration error no body is typed).
+    `bodies`: check the bodies of these modules (real paths) only; the
+    declarations of every module are checked (taken again from earlier
+    checks where they stand). A callable is given the graph's top-level
+    names once the declarations are checked, and returns that set."""
     diags = Diagnostics()
-    checker = Checker(graph, diags)
+    checker = _ToolChecker(graph, diags)
+    bodies_checked = None
     try:
-        checker.check()
+        funcs = checker.check_declarations()
+        checker.remember_declarations(funcs)
+        only = bodies(list(checker.top)) if callable(bodies) else bodies
+        bodies_checked = set(only) if only is not None else {m.source.path for m in graph.modules}
+        checker.check_bodies(funcs, only=only)
     except CompileError:
         pass
     except Exception as exc:  # noqa: BLE001 - the checker on a recovered (blanked) text: report, never crash the tool
         diags.error(None, f"internal error in the checker: {type(exc).__name__}: {exc}")
-    return CheckResult(list(diags.items), checker)
+    return CheckResult(list(diags.items), checker, bodies_checked)
 
 
 def _table(result: CheckResult | None):

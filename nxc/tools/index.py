@@ -46,6 +46,8 @@ class Definition:
     end_line: int = 0      # last line of the declaration (a function's closing brace)
     container: str = ""    # the struct of a field, the function of a local or parameter
     layout: str = ""       # structs: size, alignment and one line per field with its offset
+    inferred: bool = False  # a local declared without a type (`let x = ...`): its type was inferred
+    offset: int | None = None   # fields: the offset in the struct, once laid out
 
 
 @dataclass
@@ -110,9 +112,26 @@ class GraphIndex:
     result: checked.CheckResult | None
     modules: dict[str, ModuleIndex]
     definitions: dict[Loc, Definition]
+    # modules not walked yet (build_index(lazy=True)): walked when a
+    # definition of theirs is asked for
+    unwalked: set[str] = field(default_factory=set)
 
     def definition(self, loc: Loc | None) -> Definition | None:
-        return self.definitions.get(loc) if loc is not None else None
+        if loc is None:
+            return None
+        if loc.path in self.unwalked:
+            self.walk(loc.path)
+        return self.definitions.get(loc)
+
+    def walk(self, path: str) -> None:
+        self.unwalked.discard(path)
+        mi = self.modules[path]
+        if mi.module is not None:
+            _Walker(self, mi, self.result).module(mi.module)
+        mi.occurrences.sort(key=lambda o: (o.loc.line, o.loc.col))
+        mi._starts = [(o.loc.line, o.loc.col) for o in mi.occurrences]
+        for d in mi.definitions:
+            self.definitions[d.loc] = d
 
     def importers(self, path: str) -> list[str]:
         return sorted(p for p, m in self.modules.items()
@@ -120,22 +139,24 @@ class GraphIndex:
 
 
 def build_index(root: str, overlay: dict[str, str] | None = None,
-                include: list[str] | None = None, walk_imports: bool = True) -> GraphIndex:
+                include: list[str] | None = None, walk_imports: bool = True,
+                loaded: LoadedGraph | None = None, bodies=None, lazy: bool = False) -> GraphIndex:
     """walk_imports=False indexes the root module only (the module pages
-    index each module as its own root, and need no second walk of imports)."""
-    loaded = load_graph(root, overlay, include)
-    result = checked.check_graph(loaded.graph) if loaded.graph is not None else None
+    index each module as its own root, and need no second walk of imports).
+    `loaded`: the graph, when the caller loaded it already. `bodies`: as
+    checked.check_graph's (default: every module's). lazy=True: the
+    imported modules are walked when one of their definitions is asked for
+    (a language server, at every keystroke, needs the root's only)."""
+    loaded = loaded if loaded is not None else load_graph(root, overlay, include)
+    result = checked.check_graph(loaded.graph, bodies) if loaded.graph is not None else None
     index = GraphIndex(os.path.realpath(root), loaded, result, {}, {})
     for path, pm in loaded.parsed.items():
         text = loaded.texts.get(path, "")
-        mi = ModuleIndex(path, text, pm.module)
-        if pm.module is not None and (walk_imports or path == index.root):
-            _Walker(index, mi, result).module(pm.module)
-        mi.occurrences.sort(key=lambda o: (o.loc.line, o.loc.col))
-        mi._starts = [(o.loc.line, o.loc.col) for o in mi.occurrences]
-        index.modules[path] = mi
-        for d in mi.definitions:
-            index.definitions[d.loc] = d
+        index.modules[path] = ModuleIndex(path, text, pm.module)
+        if path == index.root or (walk_imports and not lazy):
+            index.walk(path)
+        elif walk_imports:
+            index.unwalked.add(path)
     return index
 
 
@@ -287,7 +308,7 @@ class _Walker:
             where = f" at offset {sf.offset}, {sf.type.size} B" if sf else ""
             self.add_def(f.pos, f.name, "field", f"field {item.name}.{f.name}: {type_text(f.type_expr)}{where}",
                          doc=_trailing_or_above(self.lines, f.pos.line), type=sf.type if sf else None,
-                         container=item.name, end_line=f.pos.line)
+                         container=item.name, end_line=f.pos.line, offset=sf.offset if sf else None)
             self.type_expr(f.type_expr)
 
     def type_expr(self, t) -> None:
@@ -314,7 +335,7 @@ class _Walker:
             ty = info.type if info is not None else None
             shown = type_text(s.type_expr) if s.type_expr is not None else _show_type(ty)
             d = self.add_def(s.pos, s.name, "local", f"{'var' if s.mutable else 'let'} {s.name}: {shown}",
-                             type=ty, container=self.func, end_line=s.pos.line)
+                             type=ty, container=self.func, end_line=s.pos.line, inferred=s.type_expr is None)
             scope.names.append((s.name, d.loc, ty))
         elif isinstance(s, ast.Assign):
             self.expr(s.target)

@@ -4,82 +4,144 @@ Every answer comes from nxc/tools/index.py, which runs the real front end
 and checker (through nxc/tools/workspace.py, which lets open documents
 override files on disk, also for imports, and recovers from syntax errors
 by blanking the offending line). Each document is analysed as the root of
-its own import graph; references and rename also analyse every .nx file of
-the workspace folders, so uses in modules that import the document count.
+its own import graph, incrementally (nxc/tools/analysis.py: only its own
+bodies are checked against the declarations kept from the last check).
 
-Positions: the index counts columns in characters (1-based); LSP clients
-count UTF-16 code units by default, or UTF-8 bytes if both sides agree
-(0-based). `_to_lsp` / `_from_lsp` convert.
+Threads: pygls reads and answers on its event loop; every analysis runs on
+one worker thread (`_POOL`), so a check never holds up the reader, and the
+caches of the analyses are only ever touched from that thread. A change is
+checked after DEBOUNCE_S without a newer one; a newer version of the
+document supersedes a check not yet published (it stops at its next stage,
+and publishes nothing); `$/cancelRequest` cancels a request between files
+(references, rename). Completion answers from the last analysis, without
+waiting for the check of what was just typed.
+
+Documents are known by the URI the editor sent (a symlinked path, a
+`file://host/` URI, an `untitled:` buffer): diagnostics and locations name
+that URI, and the editor's buffer wins over the file on disk.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
-import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from urllib.parse import quote, unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
 from nxc import __version__
-from nxc.diagnostics import CompileError, Diagnostics, SourceFile
-from nxc.tools import checked
-from nxc.tools.index import Definition, GraphIndex, Loc, Occurrence, build_index
+from nxc.tools import lsp_features as F
+from nxc.tools import lsp_rename
+from nxc.tools.analysis import Analyzer, Cancelled
+from nxc.tools.index import GraphIndex, Loc, Occurrence
+from nxc.syntax.loader import bundled_dir, search_path
 from nxc.tools.workspace import read_text
 
-KEYWORDS = ["import", "const", "type", "struct", "func", "extern", "let", "var", "if", "else",
-            "while", "break", "continue", "return", "as", "true", "false", "sizeof"]
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# A change is checked once the editor has been quiet this long: a burst of
+# keys less than this apart is checked once, and the check of a leaf of a
+# 200-module tree (~20-50 ms) still lands within 150 ms of the last key.
+# A check a newer key supersedes publishes nothing.
+DEBOUNCE_S = 0.1
 # Files a workspace scan looks at, at most (a home folder opened by mistake
 # must not make references take minutes).
 MAX_WORKSPACE_FILES = 2000
 _SKIP_DIRS = {".git", ".venv", "venv", "node_modules", "__pycache__", "build", "dist", ".nxc-cache"}
+SERVER_NOT_INITIALIZED = -32002
 
 log = logging.getLogger("nxc.lsp")
 
-_KIND_SYMBOL = {"func": lsp.SymbolKind.Function, "extern": lsp.SymbolKind.Function,
-                "const": lsp.SymbolKind.Constant, "global": lsp.SymbolKind.Variable,
-                "type": lsp.SymbolKind.TypeParameter, "struct": lsp.SymbolKind.Struct,
-                "field": lsp.SymbolKind.Field}
-_KIND_COMPLETION = {"func": lsp.CompletionItemKind.Function, "extern": lsp.CompletionItemKind.Function,
-                    "const": lsp.CompletionItemKind.Constant, "global": lsp.CompletionItemKind.Variable,
-                    "type": lsp.CompletionItemKind.TypeParameter, "struct": lsp.CompletionItemKind.Struct,
-                    "local": lsp.CompletionItemKind.Variable, "param": lsp.CompletionItemKind.Variable,
-                    "field": lsp.CompletionItemKind.Field}
+
+@dataclass
+class State:
+    version: int
+    text: str
+    gi: GraphIndex
+
+
+@dataclass
+class Doc:
+    uri: str                    # as the editor sent it
+    path: str                   # the analyses' name for it: its real path, or a made-up one
+    version: int
+    state: State | None = None  # the last analysis published
+    closed: bool = False
+    good: State | None = None   # the last one whose module had an AST (completion while typing)
+
+
+class _Protocol(LanguageServerProtocol):
+    def _handle_request(self, msg_id, method_name, params):
+        if self._workspace is None and method_name != lsp.INITIALIZE:
+            self._send_response(msg_id, None, lsp.ResponseError(
+                code=SERVER_NOT_INITIALIZED, message=f"{method_name}: the server is not initialized yet"))
+            return
+        super()._handle_request(msg_id, method_name, params)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        # A change older than the text held (a client resending, out of
+        # order) would corrupt it: dropped.
+        held = self.workspace.text_documents.get(_unquoted(params.text_document.uri))
+        if held is not None and held.version is not None and params.text_document.version <= held.version:
+            log.warning("stale change to %s (version %s <= %s) ignored", params.text_document.uri,
+                        params.text_document.version, held.version)
+            return
+        yield from super().lsp_text_document__did_change(params)
+
+
+def _unquoted(uri: str) -> str:
+    return unquote(uri)         # how pygls's workspace keys its documents
 
 
 class NxLanguageServer(LanguageServer):
     def __init__(self, include: list[str] | None = None):
-        super().__init__("nxc", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental)
+        super().__init__("nxc", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Incremental,
+                         protocol_cls=_Protocol)
         self.include = include or []
-        self.open_paths: set[str] = set()
-        # root path -> (the texts it was built from, its index)
-        self._indexes: dict[str, tuple[dict[str, str], GraphIndex]] = {}
+        self.analyzer = Analyzer(self.include)
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nxc-lsp-check")
+        self.docs: dict[str, Doc] = {}          # uri -> open document
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._running: dict[str, tuple[int, asyncio.Future]] = {}     # uri -> (version, its check)
+        self.exit_code = 0
+        self.shut_down = False
 
-    # ---- documents and analyses ----
+    # ---- documents
+    def doc_path(self, uri: str) -> str:
+        fs = to_fs_path(uri) if uri.startswith("file:") else None
+        if fs:
+            return os.path.realpath(fs)
+        # untitled: and other schemes: a made-up file in the first workspace
+        # folder (its imports are looked for there); never read from disk
+        return os.path.join(self.roots()[0] if self.roots() else os.getcwd(), quote(uri, safe=""))
+
+    def uri_for(self, path: str) -> str:
+        for d in self.docs.values():
+            if d.path == path:
+                return d.uri
+        return from_fs_path(path) or path
+
+    def text(self, doc: Doc) -> str:
+        return self.workspace.get_text_document(doc.uri).source
+
     def overlay(self) -> dict[str, str]:
-        """The open documents' texts, by real path: they win over the files."""
-        out = {}
-        for path in self.open_paths:
-            doc = self.workspace.get_text_document(from_fs_path(path))
-            out[path] = doc.source
-        return out
+        """The open documents' texts, by analysis path: they win over the files."""
+        return {d.path: self.text(d) for d in self.docs.values()}
 
-    def index_for(self, path: str) -> GraphIndex:
-        overlay = self.overlay()
-        cached = self._indexes.get(path)
-        if cached is not None and all(read_text(p, overlay) == t for p, t in cached[0].items()):
-            return cached[1]
-        gi = build_index(path, overlay, self.include)
-        self._indexes[path] = (dict(gi.loaded.texts), gi)
-        return gi
+    def roots(self) -> list[str]:
+        roots = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
+        roots = [os.path.realpath(r) for r in roots if r]
+        if not roots and self.workspace.root_path:
+            roots = [os.path.realpath(self.workspace.root_path)]
+        return roots
 
     def workspace_files(self) -> list[str]:
-        roots = [to_fs_path(f.uri) for f in self.workspace.folders.values()]
-        if not roots and self.workspace.root_path:
-            roots = [self.workspace.root_path]
-        found: set[str] = set(self.open_paths)
-        for root in roots:
+        found: set[str] = {d.path for d in self.docs.values()}
+        for root in self.roots():
             for folder, dirs, files in os.walk(root):
                 dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
                 for f in sorted(files):
@@ -89,10 +151,128 @@ class NxLanguageServer(LanguageServer):
                     break
         return sorted(found)
 
-    def publish(self, path: str) -> None:
-        gi = self.index_for(path)
+    # ---- analyses (on the worker thread)
+    async def run(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    def schedule(self, uri: str, delay: float = DEBOUNCE_S) -> None:
+        old = self._timers.pop(uri, None)
+        if old is not None:
+            old.cancel()
+        loop = asyncio.get_running_loop()
+        self._timers[uri] = loop.call_later(delay, lambda: loop.create_task(self.check(uri)))
+
+    def _analyse(self, doc: Doc, version: int, overlay: dict[str, str], uris: dict[str, str]):
+        """On the worker thread: reads only what it is given, and the
+        versions (a superseded check stops)."""
+        def superseded() -> bool:
+            return doc.version != version or doc.closed
+        if superseded():
+            raise Cancelled
+        gi = self.analyzer.analyse(doc.path, overlay, superseded)
+        return gi, F.diagnostics_for(gi, doc.path, lambda p: uris.get(p) or from_fs_path(p) or p)
+
+    def uris(self) -> dict[str, str]:
+        return {d.path: d.uri for d in self.docs.values()}
+
+    async def check(self, uri: str) -> State | None:
+        """Analyse the open document `uri` now and publish its diagnostics
+        (unless a newer version came meanwhile); the open documents that
+        import it are checked next. A check of the same version under way
+        is waited for, not run twice."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()          # called directly (a request wants it now): the debounced one is not needed
+        doc = self.docs.get(uri)
+        if doc is None:
+            return None
+        running = self._running.get(uri)
+        if running is None or running[0] != doc.version or running[1].done():
+            running = (doc.version, asyncio.ensure_future(self._check_now(doc)))
+            self._running[uri] = running
+        # shielded: a cancelled request does not cancel the check it waits for
+        return await asyncio.shield(running[1])
+
+    async def _check_now(self, doc: Doc) -> State | None:
+        uri = doc.uri
+        version, overlay = doc.version, self.overlay()
+        text = overlay[doc.path]
+        try:
+            gi, diags = await self.run(self._analyse, doc, version, overlay, self.uris())
+        except Cancelled:
+            return None
+        except Exception:  # noqa: BLE001 - one document's failure must not stop the server
+            log.exception("diagnostics for %s failed", uri)
+            return None
+        if self.docs.get(uri) is not doc or doc.version != version:
+            return None                 # superseded: the newer version's check publishes
+        doc.state = State(version, text, gi)
+        mi = gi.modules.get(doc.path)
+        if mi is not None and mi.module is not None:
+            doc.good = doc.state
         self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=from_fs_path(path), diagnostics=diagnostics_for(gi, path)))
+            uri=uri, diagnostics=diags, version=version))
+        for other in list(self.docs.values()):
+            if other is not doc and other.state is not None and doc.path in other.state.gi.loaded.texts:
+                self.schedule(other.uri, 0)
+        return doc.state
+
+    async def fresh(self, uri: str) -> tuple[Doc | None, GraphIndex]:
+        """The analysis of the document's current text (of a file that is
+        not open: analysed as it is on disk)."""
+        doc = self.docs.get(uri)
+        if doc is None:
+            return None, await self.run(self.analyzer.analyse, self.doc_path(uri), self.overlay())
+        if doc.state is None or doc.state.version != doc.version:
+            await self.check(uri)
+        if doc.state is None or doc.state.version != doc.version:    # superseded while it ran
+            gi, _ = await self.run(self._analyse, doc, doc.version, self.overlay(), self.uris())
+            return doc, gi
+        return doc, doc.state.gi
+
+    async def occurrence(self, params, quick: bool = False) -> tuple[str, GraphIndex, Occurrence | None]:
+        """What the cursor is on. quick=True (hover): from the last analysis
+        without waiting for the check of what was typed since, when the text
+        has as many lines as then and the cursor's line is the same."""
+        uri = params.text_document.uri
+        path = self.doc_path(uri)
+        doc = self.docs.get(uri)
+        state = doc.state if doc is not None else None
+        if quick and state is not None and path in state.gi.modules:
+            now, then = self.text(doc).split("\n"), state.text.split("\n")
+            n = params.position.line
+            if len(now) == len(then) and n < len(now) and now[n] == then[n]:
+                mi = state.gi.modules[path]
+                return path, state.gi, mi.occurrence_at(*F.from_lsp(mi.text, params.position))
+        _, gi = await self.fresh(uri)
+        mi = gi.modules.get(path)
+        if mi is None:
+            return path, gi, None
+        line, col = F.from_lsp(mi.text, params.position)
+        return path, gi, mi.occurrence_at(line, col)
+
+    async def uses(self, gi: GraphIndex, target: Loc, include_definition: bool) -> list[tuple[Loc, int]]:
+        """Every place the definition at `target` is named, in the workspace's modules."""
+        d = gi.definition(target)
+        if d is None:
+            return []
+        roots = self.workspace_files()
+        if target.path not in roots:
+            roots.append(target.path)
+        overlay = self.overlay()
+        found: dict[Loc, int] = {}
+        for root in roots:          # one file per step: a cancelled request stops here
+            for loc, length in await self.run(self.analyzer.uses_in, root, d.name, target, overlay):
+                if include_definition or loc != target:
+                    found[loc] = length
+        return sorted(found.items())
+
+    def location(self, gi: GraphIndex | None, loc: Loc, length: int) -> lsp.Location:
+        if gi is not None and loc.path in gi.modules:
+            text = gi.modules[loc.path].text
+        else:
+            text = read_text(loc.path, self.overlay()) or ""
+        return lsp.Location(uri=self.uri_for(loc.path), range=F.range_of(text, loc, length))
 
 
 def create_server(include: list[str] | None = None) -> NxLanguageServer:
@@ -101,467 +281,205 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     @server.feature(lsp.INITIALIZED)
     def initialized(ls: NxLanguageServer, params: lsp.InitializedParams):
         encoding = ls.server_capabilities.position_encoding if ls.server_capabilities else None
-        _ENCODING["name"] = str(getattr(encoding, "value", encoding) or "utf-16")
+        F.ENCODING["name"] = str(getattr(encoding, "value", encoding) or "utf-16")
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: NxLanguageServer, *args):
+        ls.shut_down = True
+
+    @server.feature(lsp.EXIT)
+    def exit_(ls: NxLanguageServer, *args):
+        # LSP: exit 0 after a shutdown request, 1 without one
+        ls.exit_code = 0 if ls.shut_down else 1
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: NxLanguageServer, params: lsp.DidOpenTextDocumentParams):
-        ls.open_paths.add(_path(params.text_document.uri))
-        _republish(ls)
+        td = params.text_document
+        ls.docs[td.uri] = Doc(td.uri, ls.doc_path(td.uri), td.version)
+        ls.schedule(td.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: NxLanguageServer, params: lsp.DidChangeTextDocumentParams):
-        _republish(ls)
+        doc = ls.docs.get(params.text_document.uri)
+        if doc is not None:
+            doc.version = params.text_document.version
+            ls.schedule(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: NxLanguageServer, params: lsp.DidSaveTextDocumentParams):
-        _republish(ls)
+        for doc in ls.docs.values():        # a saved file may be imported by any open document
+            ls.schedule(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NxLanguageServer, params: lsp.DidCloseTextDocumentParams):
-        path = _path(params.text_document.uri)
-        ls.open_paths.discard(path)
+        doc = ls.docs.pop(params.text_document.uri, None)
+        ls._running.pop(params.text_document.uri, None)
+        if doc is not None:
+            doc.closed = True
+        timer = ls._timers.pop(params.text_document.uri, None)
+        if timer is not None:
+            timer.cancel()
         ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri,
                                                                           diagnostics=[]))
-        _republish(ls)
+        for other in ls.docs.values():      # they read its file again now
+            if doc is not None and other.state is not None and doc.path in other.state.gi.loaded.texts:
+                ls.schedule(other.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
-    def definition(ls: NxLanguageServer, params: lsp.DefinitionParams):
-        gi, occ = _occurrence(ls, params)
+    async def definition(ls: NxLanguageServer, params: lsp.DefinitionParams):
+        _, gi, occ = await ls.occurrence(params)
         if occ is None or occ.target is None:
             return None
         if occ.kind == "import":
-            return lsp.Location(uri=from_fs_path(occ.target.path), range=_range0())
-        return _location(gi, ls, occ.target, len(_def_name(gi, occ)))
+            return lsp.Location(uri=ls.uri_for(occ.target.path), range=F.range0())
+        d = gi.definition(occ.target)
+        return ls.location(gi, occ.target, len(d.name) if d is not None else occ.length)
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def hover(ls: NxLanguageServer, params: lsp.HoverParams):
-        gi, occ = _occurrence(ls, params)
+    async def hover(ls: NxLanguageServer, params: lsp.HoverParams):
+        _, gi, occ = await ls.occurrence(params, quick=True)
         if occ is None:
             return None
-        text = hover_text(gi, occ)
+        text = F.hover_text(gi, occ)
         if not text:
             return None
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
-                         range=_occ_range(gi, occ))
+                         range=F.range_of(gi.modules[occ.loc.path].text, occ.loc, occ.length))
 
-    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION,
-                    lsp.CompletionOptions(trigger_characters=[".", '"']))
-    def completion(ls: NxLanguageServer, params: lsp.CompletionParams):
-        path = _path(params.text_document.uri)
-        gi = ls.index_for(path)
-        line, col = _from_lsp(gi.modules[path].text, params.position)
-        return lsp.CompletionList(is_incomplete=False, items=completions(gi, path, line, col, ls.include))
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(trigger_characters=[".", '"']))
+    async def completion(ls: NxLanguageServer, params: lsp.CompletionParams):
+        uri = params.text_document.uri
+        doc = ls.docs.get(uri)
+        state = doc.good or doc.state if doc is not None else None
+        if state is None:                   # nothing analysed yet: wait for it
+            _, gi = await ls.fresh(uri)
+            text = None
+        else:
+            gi, text = state.gi, ls.text(doc)
+        path = ls.doc_path(uri)
+        if path not in gi.modules:
+            return lsp.CompletionList(is_incomplete=False, items=[])
+        line, col = F.from_lsp(text if text is not None else gi.modules[path].text, params.position)
+        return lsp.CompletionList(is_incomplete=False,
+                                  items=F.completions(gi, path, line, col, ls.include, text))
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-    def document_symbol(ls: NxLanguageServer, params: lsp.DocumentSymbolParams):
-        path = _path(params.text_document.uri)
-        return document_symbols(ls.index_for(path), path)
+    async def document_symbol(ls: NxLanguageServer, params: lsp.DocumentSymbolParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return F.document_symbols(gi, ls.doc_path(params.text_document.uri))
 
     @server.feature(lsp.TEXT_DOCUMENT_REFERENCES)
-    def references(ls: NxLanguageServer, params: lsp.ReferenceParams):
-        gi, occ = _occurrence(ls, params)
+    async def references(ls: NxLanguageServer, params: lsp.ReferenceParams):
+        _, gi, occ = await ls.occurrence(params)
         if occ is None or occ.target is None or occ.kind == "import":
             return []
-        found = _uses(ls, occ.target, include_definition=params.context.include_declaration)
-        return [_location(None, ls, loc, length) for loc, length in found]
+        found = await ls.uses(gi, occ.target, include_definition=params.context.include_declaration)
+        return [ls.location(None, loc, length) for loc, length in found]
 
     @server.feature(lsp.TEXT_DOCUMENT_PREPARE_RENAME)
-    def prepare_rename(ls: NxLanguageServer, params: lsp.PrepareRenameParams):
-        gi, occ = _occurrence(ls, params)
-        if occ is None or occ.target is None or occ.kind in ("import", "expr"):
-            return None
-        return _occ_range(gi, occ)
+    async def prepare_rename(ls: NxLanguageServer, params: lsp.PrepareRenameParams):
+        path, gi, occ = await ls.occurrence(params)
+        d = lsp_rename.renamable(gi, occ, ls.roots())
+        return lsp.PrepareRenamePlaceholder(range=F.range_of(gi.modules[path].text, occ.loc, occ.length),
+                                            placeholder=d.name)
 
     @server.feature(lsp.TEXT_DOCUMENT_RENAME)
-    def rename(ls: NxLanguageServer, params: lsp.RenameParams):
-        gi, occ = _occurrence(ls, params)
-        if occ is None or occ.target is None or occ.kind in ("import", "expr"):
-            return None
+    async def rename(ls: NxLanguageServer, params: lsp.RenameParams):
+        path, gi, occ = await ls.occurrence(params)
+        d = lsp_rename.renamable(gi, occ, ls.roots())
         new = params.new_name
-        if not _IDENT.match(new) or new in KEYWORDS or new in checked.builtin_type_names():
-            raise ValueError(f"'{new}' is not a valid .nx name")
+        lsp_rename.valid_name(new)
+        if new == d.name:
+            return lsp.WorkspaceEdit(changes={})
+        places = await ls.uses(gi, d.loc, include_definition=True)
+        overlay = ls.overlay()
+        await ls.run(lsp_rename.check_safe, ls.analyzer, overlay, d, places, new)
         changes: dict[str, list[lsp.TextEdit]] = {}
-        for loc, length in _uses(ls, occ.target, include_definition=True):
-            text = _text_of(ls, loc.path)
-            changes.setdefault(from_fs_path(loc.path), []).append(
-                lsp.TextEdit(range=_range(text, loc, length), new_text=new))
+        for loc, length in places:
+            text = read_text(loc.path, overlay) or ""
+            changes.setdefault(ls.uri_for(loc.path), []).append(
+                lsp.TextEdit(range=F.range_of(text, loc, length), new_text=new))
         return lsp.WorkspaceEdit(changes=changes)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    async def document_highlight(ls: NxLanguageServer, params: lsp.DocumentHighlightParams):
+        path, gi, occ = await ls.occurrence(params)
+        if occ is None or occ.target is None or occ.kind == "import":
+            return None
+        return F.highlights(gi, path, occ)
+
+    @server.feature(lsp.TEXT_DOCUMENT_FOLDING_RANGE)
+    async def folding_range(ls: NxLanguageServer, params: lsp.FoldingRangeParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return F.folding_ranges(gi, ls.doc_path(params.text_document.uri))
+
+    @server.feature(lsp.TEXT_DOCUMENT_SIGNATURE_HELP,
+                    lsp.SignatureHelpOptions(trigger_characters=["(", ","]))
+    async def signature_help(ls: NxLanguageServer, params: lsp.SignatureHelpParams):
+        uri = params.text_document.uri
+        doc = ls.docs.get(uri)
+        state = (doc.good or doc.state) if doc is not None else None
+        if state is None:
+            _, gi = await ls.fresh(uri)
+            text = gi.modules[ls.doc_path(uri)].text if ls.doc_path(uri) in gi.modules else ""
+        else:                   # while typing: the call from the text now, the names from the last analysis
+            gi, text = state.gi, ls.text(doc)
+        line, col = F.from_lsp(text, params.position)
+        return F.signature_help(gi, text, line, col)
+
+    @server.feature(lsp.WORKSPACE_SYMBOL)
+    async def workspace_symbol(ls: NxLanguageServer, params: lsp.WorkspaceSymbolParams):
+        overlay, out = ls.overlay(), []
+        for path in ls.workspace_files():
+            text = read_text(path, overlay)
+            if text is not None and params.query.lower() in text.lower():
+                out += await ls.run(F.top_level_symbols, path, text, params.query, ls.uri_for(path))
+        return out
+
+    @server.feature(lsp.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL,
+                    lsp.SemanticTokensLegend(token_types=F.TOKEN_TYPES, token_modifiers=F.TOKEN_MODIFIERS))
+    async def semantic_tokens(ls: NxLanguageServer, params: lsp.SemanticTokensParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return lsp.SemanticTokens(data=F.semantic_tokens(gi, ls.doc_path(params.text_document.uri),
+                                                         os.path.realpath(bundled_dir()) + os.sep))
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION,
+                    lsp.CodeActionOptions(code_action_kinds=[lsp.CodeActionKind.QuickFix]))
+    async def code_action(ls: NxLanguageServer, params: lsp.CodeActionParams):
+        uri = params.text_document.uri
+        path = ls.doc_path(uri)
+        doc = ls.docs.get(uri)
+        text = ls.text(doc) if doc is not None else (read_text(path, None) or "")
+        folders = [os.path.dirname(path), *search_path(ls.include)]
+        overlay = ls.overlay()
+        actions = F.did_you_mean_fixes(params.context.diagnostics)
+        actions += await ls.run(F.import_fixes, path, text, params.context.diagnostics, folders,
+                                lambda p: read_text(p, overlay))
+        for a in actions:                   # the edit is to this document, under its URI
+            a.edit = lsp.WorkspaceEdit(changes={uri: a.edit.changes[""]})
+        return actions
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLAY_HINT)
+    async def inlay_hint(ls: NxLanguageServer, params: lsp.InlayHintParams):
+        _, gi = await ls.fresh(params.text_document.uri)
+        return F.inlay_hints(gi, ls.doc_path(params.text_document.uri),
+                             params.range.start.line + 1, params.range.end.line + 1)
 
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):
-        path = _path(params.text_document.uri)
-        text = ls.workspace.get_text_document(params.text_document.uri).source
-        return format_edits(path, text)
+        uri = params.text_document.uri
+        text = ls.workspace.get_text_document(uri).source
+        return F.format_edits(ls.doc_path(uri), text)
 
     return server
 
 
-# ---------------------------------------------------------------- features
-def diagnostics_for(gi: GraphIndex, path: str) -> list[lsp.Diagnostic]:
-    """Every error and warning of the document, located to the column; an
-    error inside an imported module is shown on the import line that leads to it."""
-    text = gi.modules[path].text if path in gi.modules else ""
-    loaded = gi.loaded
-    out: list[lsp.Diagnostic] = []
-    items = []
-    for p, pm in loaded.parsed.items():
-        items += [(d, p) for d in pm.syntax_errors]
-    items += [(d, d.pos.file.path if d.pos else path) for d in loaded.load_errors]
-    if gi.result is not None:
-        items += [(d, d.pos.file.path if d.pos else path) for d in gi.result.diagnostics
-                  if not _caused_by_recovery(gi, d)]
-    seen = set()
-    for d, where in items:
-        severity = lsp.DiagnosticSeverity.Error if d.severity == "error" else lsp.DiagnosticSeverity.Warning
-        if where == path and d.pos is not None:
-            loc = Loc(path, d.pos.line, d.pos.col)
-            rng = _range(text, loc, _word_length(text, loc))
-            message = d.message
-        else:
-            chain = loaded.graph.chains.get(where) if loaded.graph is not None else None
-            if not chain:
-                if d.pos is None:
-                    rng, message = _range0(), d.message
-                else:
-                    continue        # a module that does not lead here (cannot happen for a graph's root)
-            else:
-                imp = chain[0]
-                loc = Loc(path, imp.line, imp.col)
-                rng = _range(text, loc, len(text.split("\n")[imp.line - 1]) - imp.col + 1)
-                rel = os.path.basename(where)
-                at = f"{rel}:{d.pos.line}:{d.pos.col}" if d.pos is not None else rel
-                message = f"in imported module {at}: {d.message}"
-        key = (rng.start.line, rng.start.character, message)
-        if key in seen:
-            continue
-        seen.add(key)
-        related = []
-        for n in d.notes:
-            if n.pos is not None and n.pos.file.path in gi.modules:
-                ntext = gi.modules[n.pos.file.path].text
-                nloc = Loc(n.pos.file.path, n.pos.line, n.pos.col)
-                related.append(lsp.DiagnosticRelatedInformation(
-                    location=lsp.Location(uri=from_fs_path(n.pos.file.path),
-                                          range=_range(ntext, nloc, _word_length(ntext, nloc))),
-                    message=n.message))
-        out.append(lsp.Diagnostic(range=rng, message=message, severity=severity, source="nxc",
-                                  related_information=related or None))
-    return out
-
-
-def _caused_by_recovery(gi: GraphIndex, d) -> bool:
-    """A checker complaint that only exists because recovery blanked a line:
-    it quotes a name written on a blanked line, or is a missing return."""
-    if d.pos is None:
-        return False
-    pm = gi.loaded.parsed.get(d.pos.file.path)
-    if pm is None or not pm.blanked:
-        return False
-    if d.message.startswith("missing return"):
-        return True
-    lines = gi.loaded.texts.get(d.pos.file.path, "").split("\n")
-    words = set()
-    for n in pm.blanked:
-        if 0 < n <= len(lines):
-            words.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", lines[n - 1]))
-    return any(q in words for q in re.findall(r"'([A-Za-z_][A-Za-z0-9_]*)'", d.message))
-
-
-def hover_text(gi: GraphIndex, occ: Occurrence) -> str:
-    if occ.kind == "import":
-        if occ.import_path is None:
-            return ""
-        mi = gi.modules.get(occ.import_path)
-        header = mi.module.header if mi is not None and mi.module is not None else {}
-        lines = [f"module `{os.path.basename(occ.import_path)}`", "", f"`{occ.import_path}`"]
-        lines += [f"- {k}: {v}" for k, v in header.items()]
-        return "\n".join(lines)
-    d = gi.definition(occ.target)
-    if d is None and occ.kind == "type":
-        name = _line(gi.modules[occ.loc.path].text, occ.loc.line)[occ.loc.col - 1:occ.loc.col - 1 + occ.length]
-        size = checked.builtin_type_size(name)
-        return f"built-in type `{name}`" + (f" ({size} B)" if size else "") if size is not None else ""
-    if d is None:
-        if occ.type_text:
-            value = f" = {occ.value}" if occ.value is not None else ""
-            return f"```nx\n{occ.type_text}{value}\n```"
-        return ""
-    out = [f"```nx\n{d.detail}\n```"]
-    if d.kind in ("local", "param", "field", "global") and occ.type_text and occ.type_text not in d.detail:
-        out.append(f"type: `{occ.type_text}`")
-    if d.layout:
-        out.append("```\n" + d.layout + "\n```")
-    if d.doc:
-        out.append(d.doc)
-    where = os.path.basename(d.loc.path)
-    out.append(f"*{where}:{d.loc.line}*")
-    return "\n\n".join(out)
-
-
-def completions(gi: GraphIndex, path: str, line: int, col: int, include: list[str]) -> list[lsp.CompletionItem]:
-    mi = gi.modules[path]
-    lines = mi.text.split("\n")
-    before = lines[line - 1][:col - 1] if 0 < line <= len(lines) else ""
-    m = re.search(r'^\s*import\s+"([^"]*)$', before)
-    if m:
-        return [lsp.CompletionItem(label=name, kind=lsp.CompletionItemKind.File, detail=folder)
-                for name, folder in _module_files(path, include)]
-    chain = _dotted_chain(before)
-    if chain is not None:
-        st = _resolve_chain(gi, mi, chain, line, col)
-        if st is None:
-            return []
-        return [lsp.CompletionItem(label=f.name, kind=lsp.CompletionItemKind.Field,
-                                   detail=f"{f.type}  (+{f.offset})") for f in st.fields]
-    items: dict[str, lsp.CompletionItem] = {}
-    for name, loc, ty in mi.visible_locals(line, col):
-        d = gi.definition(loc)
-        items[name] = lsp.CompletionItem(label=name, kind=lsp.CompletionItemKind.Variable,
-                                         detail=d.detail if d else str(ty))
-    if gi.result is not None:
-        for name in gi.result.top_names():
-            if name in items:
-                continue
-            sym = gi.result.top_symbol(name)
-            d = gi.definition(Loc(sym.pos.file.path, sym.pos.line, sym.pos.col))
-            items[name] = lsp.CompletionItem(
-                label=name, kind=_KIND_COMPLETION.get(sym.kind, lsp.CompletionItemKind.Text),
-                detail=d.detail if d else sym.kind,
-                documentation=(d.doc or None) if d else None)
-    for t in checked.builtin_type_names():
-        items.setdefault(t, lsp.CompletionItem(label=t, kind=lsp.CompletionItemKind.TypeParameter))
-    for k in KEYWORDS:
-        items.setdefault(k, lsp.CompletionItem(label=k, kind=lsp.CompletionItemKind.Keyword))
-    return list(items.values())
-
-
-def _module_files(path: str, include: list[str]) -> list[tuple[str, str]]:
-    from nxc.syntax.loader import search_path
-    out, seen = [], set()
-    for folder in [os.path.dirname(path), *search_path(include)]:
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        for n in names:
-            if n.endswith(".nx") and n not in seen and os.path.join(folder, n) != path:
-                seen.add(n)
-                out.append((n, folder))
-    return out
-
-
-def _dotted_chain(before: str) -> list[str] | None:
-    """`p.next.` -> ['p', 'next'] (then complete a field); `q[i].` -> ['q', '[]'];
-    None when the cursor is not right after a `.` (plus a partial name)."""
-    m = re.search(r"\.\s*[A-Za-z0-9_]*$", before)
-    if not m:
-        return None
-    s = before[:m.start()]
-    parts: list[str] = []
-    while True:
-        s = s.rstrip()
-        if s.endswith("]"):
-            depth, i = 0, len(s) - 1
-            while i >= 0:
-                depth += {"]": 1, "[": -1}.get(s[i], 0)
-                if depth == 0:
-                    break
-                i -= 1
-            if i < 0:
-                return None
-            parts.append("[]")
-            s = s[:i]
-            continue
-        n = re.search(r"[A-Za-z_][A-Za-z0-9_]*$", s)
-        if not n:
-            return None
-        parts.append(n.group(0))
-        s = s[:n.start()].rstrip()
-        if s.endswith("."):
-            s = s[:-1]
-            continue
-        break
-    parts.reverse()
-    return parts if parts and parts[0] != "[]" else None
-
-
-def _resolve_chain(gi: GraphIndex, mi, chain: list[str], line: int, col: int):
-    """The struct whose fields follow `chain.`, from the types the checker found."""
-    first = chain[0]
-    t = None
-    for name, loc, ty in mi.visible_locals(line, col):
-        if name == first:
-            t = ty
-    if t is None and gi.result is not None:
-        sym = gi.result.top_symbol(first)
-        t = sym.type if sym is not None else None
-    for part in chain[1:]:
-        if part == "[]":
-            t = getattr(t, "target", None)
-            continue
-        st = checked.struct_of_pointer(t)
-        f = st.field(part) if st is not None else None
-        t = f.type if f is not None else None
-    return checked.struct_of_pointer(t)
-
-
-def document_symbols(gi: GraphIndex, path: str) -> list[lsp.DocumentSymbol]:
-    mi = gi.modules.get(path)
-    if mi is None:
-        return []
-    text = mi.text
-    by_struct: dict[str, list[Definition]] = {}
-    for d in mi.definitions:
-        if d.kind == "field":
-            by_struct.setdefault(d.container, []).append(d)
-    out = []
-    for d in mi.definitions:
-        if d.kind not in _KIND_SYMBOL or d.kind == "field":
-            continue
-        sel = _range(text, d.loc, len(d.name))
-        end_line = max(d.end_line, d.loc.line)
-        full = lsp.Range(start=lsp.Position(line=d.loc.line - 1, character=0),
-                         end=lsp.Position(line=end_line - 1, character=len(_line(text, end_line))))
-        children = [lsp.DocumentSymbol(name=f.name, kind=lsp.SymbolKind.Field, detail=f.detail,
-                                       range=_range(text, f.loc, len(f.name)),
-                                       selection_range=_range(text, f.loc, len(f.name)))
-                    for f in by_struct.get(d.name, [])] if d.kind == "struct" else None
-        out.append(lsp.DocumentSymbol(name=d.name, kind=_KIND_SYMBOL[d.kind], detail=d.detail,
-                                      range=full, selection_range=sel, children=children))
-    return out
-
-
-def format_edits(path: str, text: str) -> list[lsp.TextEdit]:
-    """The whole document, formatted by `nxc fmt` (nxc/tools/fmt.py), as one
-    edit; none when it is already formatted or does not parse (its
-    diagnostics say why)."""
-    from nxc.tools.fmt import format_source
-    try:
-        new = format_source(SourceFile(path, text), Diagnostics())
-    except CompileError:
-        return []
-    if new == text:
-        return []
-    lines = text.split("\n")
-    end = lsp.Position(line=len(lines) - 1, character=_utf16(lines[-1], len(lines[-1])))
-    return [lsp.TextEdit(range=lsp.Range(start=lsp.Position(line=0, character=0), end=end), new_text=new)]
-
-
-# ---------------------------------------------------------------- helpers
-def _republish(ls: NxLanguageServer) -> None:
-    # Another open document may import the one that changed: all of them.
-    for path in sorted(ls.open_paths):
-        try:
-            ls.publish(path)
-        except Exception:  # noqa: BLE001 - one document's failure must not stop the server
-            log.exception("diagnostics for %s failed", path)
-
-
-def _uses(ls: NxLanguageServer, target: Loc, include_definition: bool) -> list[tuple[Loc, int]]:
-    """Every occurrence of the definition at `target` in the workspace's modules."""
-    found: dict[Loc, int] = {}
-    roots = ls.workspace_files()
-    if target.path not in roots:
-        roots.append(target.path)
-    for root in roots:
-        gi = ls.index_for(root)
-        mi = gi.modules.get(root)
-        if mi is None:
-            continue
-        for o in mi.occurrences:
-            if o.target == target and o.kind != "import" and (include_definition or o.loc != target):
-                found[o.loc] = o.length
-    return sorted(found.items())
-
-
-def _occurrence(ls: NxLanguageServer, params) -> tuple[GraphIndex, Occurrence | None]:
-    path = _path(params.text_document.uri)
-    gi = ls.index_for(path)
-    mi = gi.modules.get(path)
-    if mi is None:
-        return gi, None
-    line, col = _from_lsp(mi.text, params.position)
-    return gi, mi.occurrence_at(line, col)
-
-
-def _def_name(gi: GraphIndex, occ: Occurrence) -> str:
-    d = gi.definition(occ.target)
-    return d.name if d is not None else "x" * occ.length
-
-
-def _text_of(ls: NxLanguageServer, path: str) -> str:
-    return read_text(path, ls.overlay()) or ""
-
-
-def _location(gi: GraphIndex | None, ls: NxLanguageServer, loc: Loc, length: int) -> lsp.Location:
-    text = gi.modules[loc.path].text if gi is not None and loc.path in gi.modules else _text_of(ls, loc.path)
-    return lsp.Location(uri=from_fs_path(loc.path), range=_range(text, loc, length))
-
-
-def _occ_range(gi: GraphIndex, occ: Occurrence) -> lsp.Range:
-    return _range(gi.modules[occ.loc.path].text, occ.loc, occ.length)
-
-
-def _path(uri: str) -> str:
-    return os.path.realpath(to_fs_path(uri))
-
-
-def _line(text: str, line: int) -> str:
-    lines = text.split("\n")
-    return lines[line - 1] if 0 < line <= len(lines) else ""
-
-
-# How the client counts columns, as agreed at `initialize` (pygls picks the
-# client's first choice among utf-8, utf-16, utf-32; LSP's default is utf-16).
-# One client per server process, so one setting.
-_ENCODING = {"name": "utf-16"}
-
-
-def _unit_width(ch: str) -> int:
-    name = _ENCODING["name"]
-    if name == "utf-8":
-        return len(ch.encode("utf-8"))
-    if name == "utf-32":
-        return 1
-    return 2 if ord(ch) > 0xFFFF else 1
-
-
-def _utf16(line_text: str, chars: int) -> int:
-    """Column `chars` (0-based, in characters) in the client's units."""
-    return sum(_unit_width(ch) for ch in line_text[:chars]) if not line_text[:chars].isascii() else chars
-
-
-def _to_lsp(text: str, line: int, col: int) -> lsp.Position:
-    return lsp.Position(line=max(line - 1, 0), character=_utf16(_line(text, line), max(col - 1, 0)))
-
-
-def _from_lsp(text: str, pos: lsp.Position) -> tuple[int, int]:
-    line_text = _line(text, pos.line + 1)
-    units = 0
-    for i, ch in enumerate(line_text):
-        if units >= pos.character:
-            return pos.line + 1, i + 1
-        units += _unit_width(ch)
-    return pos.line + 1, len(line_text) + 1
-
-
-def _range(text: str, loc: Loc, length: int) -> lsp.Range:
-    return lsp.Range(start=_to_lsp(text, loc.line, loc.col), end=_to_lsp(text, loc.line, loc.col + length))
-
-
-def _range0() -> lsp.Range:
-    return lsp.Range(start=lsp.Position(line=0, character=0), end=lsp.Position(line=0, character=0))
-
-
-def _word_length(text: str, loc: Loc) -> int:
-    """How much of the line a diagnostic underlines: the word (or operator) at it."""
-    rest = _line(text, loc.line)[loc.col - 1:]
-    m = re.match(r"[A-Za-z_0-9]+|\"[^\"]*\"?|[-+*/%&|^!~<>=]{1,3}|\S", rest)
-    return len(m.group(0)) if m else 1
-
 
 def serve(include: list[str] | None = None) -> int:
-    """Run the server on stdin/stdout until the client says exit."""
+    """Run the server on stdin/stdout until the client says exit; 1 when
+    it said exit without a shutdown first (LSP)."""
     logging.basicConfig(level=logging.WARNING, format="nxc lsp: %(message)s")
-    create_server(include).start_io()
-    return 0
+    server = create_server(include)
+    server.start_io()
+    server.pool.shutdown(wait=False, cancel_futures=True)
+    return server.exit_code

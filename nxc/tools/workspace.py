@@ -16,7 +16,6 @@ caused (a name declared there is "undefined") can be left out.
 from __future__ import annotations
 
 import os
-import pickle
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -50,33 +49,66 @@ def read_text(path: str, overlay: dict[str, str] | None) -> str | None:
     """The editor's text for `path` if it is open, else the file's; None if unreadable."""
     if overlay and path in overlay:
         return overlay[path]
+    return read_file(path)
+
+
+# Files as last read, keyed by their signature (size, mtime, inode): a
+# server reads the same unchanged modules at every edit, and the same text
+# object keeps the parse cache's key cheap to hash and compare.
+_FILES: "OrderedDict[str, tuple[tuple, str]]" = OrderedDict()
+FILES_MAX = 4096
+
+
+def file_signature(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+
+
+def read_file(path: str) -> str | None:
+    sig = file_signature(path)
+    if sig is None:
+        return None
+    kept = _FILES.get(path)
+    if kept is not None and kept[0] == sig:
+        _FILES.move_to_end(path)
+        return kept[1]
     try:
         with open(path, "rb") as f:
             raw = f.read()
     except OSError:
         return None
     text = raw.decode("utf-8", errors="replace")
-    return text[1:] if text.startswith("\ufeff") else text
+    text = text[1:] if text.startswith("\ufeff") else text
+    _FILES[path] = (sig, text)
+    if len(_FILES) > FILES_MAX:
+        _FILES.popitem(last=False)
+    return text
 
 
 # A parse costs ~5 ms per 100 lines; an editor re-checks on every change, so
-# the graph's unchanged modules come from here (pickled: the checker writes
-# into the AST, each analysis needs its own copy).
-_PARSES: "OrderedDict[tuple[str, str], bytes]" = OrderedDict()
-_PARSES_MAX = 128
+# the graph's unchanged modules come from here, the very objects: the
+# checker leaves the AST as parsed (its findings go into side tables), and
+# the checker's declaration reuse (nxc/check/reuse.py) takes a module's kept
+# declarations only when it is the same AST object. Keyed by path and text;
+# the least recently used go first past PARSES_MAX modules.
+_PARSES: "OrderedDict[tuple[str, str], ParsedModule]" = OrderedDict()
+PARSES_MAX = 1024
 
 
 def parse_tolerant(path: str, text: str) -> ParsedModule:
     key = (path, text)
-    blob = _PARSES.get(key)
-    if blob is not None:
+    pm = _PARSES.get(key)
+    if pm is not None:
         _PARSES.move_to_end(key)
-        return pickle.loads(blob)
-    result = _parse_with_recovery(path, text)
-    _PARSES[key] = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(_PARSES) > _PARSES_MAX:
+        return pm
+    pm = _parse_with_recovery(path, text)
+    _PARSES[key] = pm
+    if len(_PARSES) > PARSES_MAX:
         _PARSES.popitem(last=False)
-    return result
+    return pm
 
 
 def _parse_with_recovery(path: str, text: str) -> ParsedModule:
@@ -185,6 +217,10 @@ def load_graph(root: str, overlay: dict[str, str] | None = None,
     chains: dict[str, list[Pos]] = {root: []}
     load_errors: list[Diagnostic] = []
     import_targets: dict[tuple[str, int, int], str] = {}
+    # for this load only (the files may change between loads): each import
+    # resolved once, and folders' real paths (resolve_import's real_dirs)
+    resolved: dict[tuple[str, str], tuple] = {}
+    real_dirs: dict[str, str] = {}
 
     def visit(real: str, at: Pos | None) -> None:
         if real in parsed:
@@ -200,7 +236,10 @@ def load_graph(root: str, overlay: dict[str, str] | None = None,
         if pm.module is None:
             return
         for imp in pm.module.imports:
-            found, tried = resolve_import(imp.path, os.path.dirname(real), include)
+            key = (imp.path, os.path.dirname(real))
+            if key not in resolved:
+                resolved[key] = resolve_import(imp.path, key[1], include, real_dirs)
+            found, tried = resolved[key]
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
                 load_errors.append(Diagnostic("error", imp.pos,
