@@ -59,13 +59,13 @@ def random_k_blocks(name: str, n_blocks: int, rng, sigma: float = 1.0, positive:
         if positive:
             sc = np.full((n, 8), 63)
             m = np.zeros((n, 8), np.int64)
-            q = rng.integers(top - top // 4, top + 1, size=(n, 256))
+            q = rng.integers(top - top // 4, top + 1, size=(n, 256), dtype=np.uint8)
             d = np.full(n, 1.0 / (63 * (top - top // 8)))
             dmin = np.zeros(n)
         else:
-            sc = rng.integers(40, 64, size=(n, 8))
+            sc = rng.integers(40, 64, size=(n, 8), dtype=np.uint8)
             m = sc.copy()
-            q = rng.integers(0, top + 1, size=(n, 256))
+            q = rng.integers(0, top + 1, size=(n, 256), dtype=np.uint8)
             d = sigma / (0.58 * (top + 1) / 2 * 52) * rng.uniform(0.8, 1.2, size=n)
             dmin = d * top / 2          # d*sc*q - dmin*sc = d*sc*(q - top/2): centred
         qs = np.empty((n, 128), np.uint8)
@@ -73,7 +73,7 @@ def random_k_blocks(name: str, n_blocks: int, rng, sigma: float = 1.0, positive:
         for k in range(4):           # sub-blocks 2k (low nibbles) and 2k+1 (high) share 32 bytes
             lo, hi = q[:, 64 * k: 64 * k + 32], q[:, 64 * k + 32: 64 * k + 64]
             qs[:, 32 * k: 32 * k + 32] = (lo & 15) | ((hi & 15) << 4)
-            qh |= (((lo >> 4) & 1) << (2 * k)).astype(np.uint8) | (((hi >> 4) & 1) << (2 * k + 1)).astype(np.uint8)
+            qh |= (((lo >> 4) & 1) << (2 * k)) | (((hi >> 4) & 1) << (2 * k + 1))
         parts = [_f16(d), _f16(dmin), pack_scale_min(sc, m)]
         if name == "q5_k":
             parts.append(qh)
@@ -81,14 +81,13 @@ def random_k_blocks(name: str, n_blocks: int, rng, sigma: float = 1.0, positive:
         return np.concatenate(parts, axis=1)
     if name == "q6_k":
         if positive:
-            q = rng.integers(26, 32, size=(n, 256))
+            u = rng.integers(58, 64, size=(n, 256), dtype=np.uint8)      # q = u - 32 in 26..31
             sc = np.full((n, 16), 100)
             d = np.full(n, 1.0 / (100 * 28.5))
         else:
-            q = rng.integers(-32, 32, size=(n, 256))
+            u = rng.integers(0, 64, size=(n, 256), dtype=np.uint8)       # q = u - 32 in -32..31
             sc = rng.integers(60, 128, size=(n, 16)) * rng.choice([-1, 1], size=(n, 16))
             d = sigma / (18.5 * 94) * rng.uniform(0.8, 1.2, size=n)
-        u = (q + 32).astype(np.uint8)                      # 6 bits
         ql = np.empty((n, 128), np.uint8)
         qh = np.zeros((n, 64), np.uint8)
         for h in range(2):
@@ -99,6 +98,19 @@ def random_k_blocks(name: str, n_blocks: int, rng, sigma: float = 1.0, positive:
             qh[:, 32 * h: 32 * h + 32] = (c[0] >> 4) | ((c[1] >> 4) << 2) | ((c[2] >> 4) << 4) | ((c[3] >> 4) << 6)
         return np.concatenate([ql, qh, sc.astype(np.int8).view(np.uint8), _f16(d)], axis=1)
     raise ValueError(name)
+
+
+def random_blocks(name: str, n_blocks: int, rng, sigma: float = 1.0) -> np.ndarray:
+    """n_blocks random valid zero-mean blocks of any type (Q8_0 / Q4_0: random quants and one
+    scale per block; K-quants: random_k_blocks), without a float matrix to quantize (the bench's
+    Qwen3-4B-sized files)."""
+    if name in K_QUANTS:
+        return random_k_blocks(name, n_blocks, rng, sigma)
+    _, _, bb = TYPES[name]
+    raw = rng.integers(0, 256, size=(n_blocks, bb), dtype=np.uint8)
+    spread = 73.9 if name == "q8_0" else 4.6          # std of a uniform int8 / 4-bit quant
+    raw[:, 0:2] = _f16(np.full(n_blocks, sigma / spread))
+    return raw
 
 
 def quantize(x: np.ndarray, name: str, rng=None, positive: bool = False) -> np.ndarray:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import struct
+from pathlib import Path
 from dataclasses import replace
 
 import numpy as np
@@ -175,6 +176,27 @@ def test_quantized_python_backend_bit_identical(tmp_path, dtype):
     h_py, o_py = qwen3.load(p, backend="py").forward(toks)
     assert np.array_equal(h_py.view(np.uint32), h_c.view(np.uint32))
     assert np.array_equal(o_py.view(np.uint32), o_c.view(np.uint32))
+
+
+def test_bench_streaming_writer(tmp_path):
+    """bench/make_qwen3_gguf.py --size 4b's writer (random blocks, one tensor at a time) on a small
+    shape: the weights read back with gguf-py's reader and dequantizer give the float64
+    reference nx is held to."""
+    import sys
+    import gguf
+    import quant_support as qsup
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+    import make_qwen3_gguf
+    p = tmp_path / "stream.gguf"
+    make_qwen3_gguf.write_streaming(p, qs.TINY_K, "q6_k", seed=5, log=lambda *a: None)
+    weights = {}
+    for t in gguf.GGUFReader(str(p)).tensors:
+        w = qsup.dequantize(t.data, t.tensor_type.name.lower()) if t.tensor_type.name != "F32" else t.data
+        weights[t.name] = np.asarray(w, np.float32).reshape(qs.shapes(qs.TINY_K)[t.name])
+    hidden, out = qwen3.load(p).forward(PROMPT)
+    ref_hidden, ref_out = qs.forward(qs.TINY_K, weights, PROMPT)
+    errs = [rel_err(hidden[l], ref_hidden[l]) for l in range(1, len(hidden))] + [rel_err(out, ref_out)]
+    assert max(errs) <= REL_TOL, errs
 
 
 def test_quantized_rows_must_be_whole_blocks(tmp_path):
