@@ -37,6 +37,8 @@ class Config:
 
 
 TINY = Config()
+# The smallest shape whose every matrix is whole 256-weight blocks (the K-quant test models)
+TINY_K = Config(hidden=256, n_heads=4, n_kv_heads=2, head_dim=64, inter=512)
 # One real Qwen3-4B layer (the bench): hidden 2560, 32/8 heads, head_dim 128, intermediate 9728
 QWEN3_4B_LAYER = Config(n_layers=1, hidden=2560, n_heads=32, n_kv_heads=8, head_dim=128, inter=9728,
                         vocab=1024, n_ctx=40960)
@@ -86,15 +88,20 @@ def random_weights(cfg: Config, seed: int) -> dict:
 def write_model(path, cfg: Config = TINY, seed: int = 0, dtype: str = "f32", weights: dict | None = None,
                 omit: tuple = (), override_type: dict | None = None, extra_kv: dict | None = None,
                 arch: str = "qwen3", skip_keys: tuple = (), metadata: Config | None = None,
-                tokenizer=None) -> dict:
+                quant_norms: bool = False, raw_tensors: dict | None = None, tokenizer=None) -> dict:
     """Write a Qwen3 GGUF; returns the weights as stored (float32 values after F16 / BF16 rounding).
 
     omit: tensor names left out; override_type: name -> numpy float dtype to store it as (e.g.
     np.float64 for an unsupported type); metadata: a config written to the keys instead of cfg
     (shapes that do not match); skip_keys: qwen3.* key suffixes not written; tokenizer: a
     Hugging Face `tokenizers.Tokenizer` (tests/tokenizer_support.py) whose vocabulary, merges and
-    chat template the file carries (cfg.vocab must be its size), instead of placeholder tokens."""
+    chat template the file carries (cfg.vocab must be its size), instead of placeholder tokens.
+    dtype q8_0 / q4_0 / q4_k / q5_k / q6_k: the matrices quantized (tests/quant_support.py: K-quants
+    are random valid blocks, so the weights returned are those blocks dequantized by gguf-py);
+    quant_norms: the norm vectors too, where their length is whole blocks; raw_tensors: name ->
+    (uint8 bytes, GGMLQuantizationType) written as they are (a type the reader refuses)."""
     import gguf
+    import quant_support as qsup
     w = dict(weights) if weights is not None else random_weights(cfg, seed)
     md = metadata or cfg
     writer = gguf.GGUFWriter(str(path), arch)
@@ -117,18 +124,29 @@ def write_model(path, cfg: Config = TINY, seed: int = 0, dtype: str = "f32", wei
     else:
         writer.add_string("tokenizer.ggml.model", "gpt2")
         writer.add_array("tokenizer.ggml.tokens", [f"<t{i}>" for i in range(cfg.vocab)])
-    writer.add_file_type(0 if dtype == "f32" else (1 if dtype == "f16" else 32))
+    ftypes = {"f32": 0, "f16": 1, "bf16": 32, "q8_0": 7, "q4_0": 2, "q4_k": 15, "q5_k": 17, "q6_k": 18}
+    writer.add_file_type(ftypes[dtype])
+    qrng = np.random.default_rng(seed + 7919)
     for k, v in (extra_kv or {}).items():
         writer.add_uint32(k, v)
     stored = {}
     for name, x in w.items():
         if name in omit:
             continue
+        if raw_tensors and name in raw_tensors:
+            raw, qt = raw_tensors[name]
+            writer.add_tensor(name, raw, raw_dtype=qt)
+            stored[name] = x
+            continue
         if override_type and name in override_type:
             writer.add_tensor(name, x.astype(override_type[name]))
             stored[name] = x
             continue
-        if x.ndim == 1 or dtype == "f32":
+        if dtype in qsup.TYPES and (x.ndim == 2 or (quant_norms and len(x) % qsup.TYPES[dtype][1] == 0)):
+            raw = qsup.quantize(x, dtype, qrng, positive=x.ndim == 1)
+            writer.add_tensor(name, raw.reshape(-1) if x.ndim == 1 else raw, raw_dtype=qsup.qtype(dtype))
+            stored[name] = qsup.dequantize(raw, dtype).reshape(x.shape)
+        elif x.ndim == 1 or dtype == "f32":
             writer.add_tensor(name, np.ascontiguousarray(x, np.float32))
             stored[name] = x
         elif dtype == "f16":

@@ -66,7 +66,7 @@ def test_linear_bit_exact_sequential_order(dtype):
 def test_linear_rejects_unknown_type():
     m = bundled("nx_f32_mlp.nx")
     Y = np.zeros(4, np.int64)
-    assert m.nx_f32_linear_raw(np.zeros(4, np.uint16), 8, 2, 2, np.zeros(2, np.int64), 1, Y) == m.NX_F32LIN_ERR_TYPE
+    assert m.nx_f32_linear_raw(np.zeros(4, np.uint16), 3, 2, 2, np.zeros(2, np.int64), 1, Y) == m.NX_F32LIN_ERR_TYPE   # Q4_1
 
 
 @pytest.mark.parametrize("backend", ["c", "py"])

@@ -43,7 +43,7 @@ _MESSAGES = {
     6: "general.architecture is not 'qwen3'",
     7: "a required metadata key is missing",
     8: "a required tensor is missing",
-    9: "unsupported tensor type (F32, F16 and BF16 are read)",
+    9: "unsupported tensor type",
     10: "a tensor's shape does not match the metadata",
     11: "bad alignment (general.alignment, or a tensor offset not aligned)",
     12: "out of memory",
@@ -59,6 +59,13 @@ _KEYS = {1: "general.architecture", 2: "general.alignment", 3: "qwen3.block_coun
          7: "qwen3.attention.head_count_kv", 8: "qwen3.attention.key_length", 9: "qwen3.rope.freq_base",
          10: "qwen3.attention.layer_norm_rms_epsilon", 11: "qwen3.context_length",
          12: "qwen3.attention.value_length (differs from attention.key_length; K and V rows must be one width)"}
+# ggml's type ids (ggml.h enum ggml_type), to name a refused tensor's type
+_GGML_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
+               10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS",
+               17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
+               23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M",
+               30: "BF16", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4"}
+_READ_TYPES = "F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K"
 _MODEL_ERRORS = {1: "bad argument", 2: "token id out of range", 3: "out of memory", 4: "bad weight",
                  5: "the paged sequence is not at that position", 6: "the context or the KV cache is full"}
 _CONFIG = ("n_layers", "hidden", "n_heads", "n_kv_heads", "head_dim", "inter", "vocab", "n_ctx",
@@ -124,6 +131,9 @@ class Qwen3:
     def _describe(self, code: int) -> str:
         g = self._g
         msg = _MESSAGES.get(code, f"reader error {code}")
+        if code == 9:
+            t = self.nx.nx_gguf_find(g, g.err_role, g.err_layer).ggml_type
+            msg += f" {_GGML_TYPES.get(t, f'id {t}')} (reads {_READ_TYPES})"
         if code in (8, 9, 10, 11, 13) or (code == 2 and g.err_role):
             if g.err_role:
                 msg += f": {_tensor_name(g.err_role, g.err_layer)}"
@@ -253,7 +263,8 @@ class Session:
 
 def load(path, backend: str = "c", checked: bool = True, threads: int | None = None,
          progress: bool | None = None) -> Qwen3:
-    """Load a Qwen3 GGUF with the nx reader; raises Qwen3Error.
+    """Load a Qwen3 GGUF (F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K tensors) with the
+    nx reader; raises Qwen3Error.
 
     checked=False builds the C without memory checks (faster; a fault may then crash the
     process instead of raising). progress: a line on stderr while the weights are read
@@ -323,7 +334,7 @@ def main(argv=None) -> int:
                                              "hidden state and a greedy continuation. "
                                              "'python -m nxc.models.qwen3 encode --help': the Z-Image "
                                              "text encoder (prompt to embeddings).")
-    ap.add_argument("model", help="a Qwen3 GGUF file (F32, F16 or BF16 tensors)")
+    ap.add_argument("model", help=f"a Qwen3 GGUF file ({_READ_TYPES} tensors)")
     ap.add_argument("--tokens", required=True, help="comma-separated token ids, e.g. 1,2,3")
     ap.add_argument("--new", type=int, default=16, help="tokens to generate greedily (default 16)")
     ap.add_argument("--backend", choices=("c", "py"), default="c")

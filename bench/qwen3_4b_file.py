@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""A Qwen3-4B-shaped quantized GGUF through nxc.models.qwen3: load time, peak RSS and the
+64-token prompt time, beside numpy float32 on the same file (bench, not CI).
+
+    python bench/qwen3_4b_file.py MODEL.gguf [--tokens 64] [--skip-numpy]
+    python bench/qwen3_4b_file.py --make q8_0 [--keep DIR]   # writes the file first (make_qwen3_gguf --size 4b)
+
+Each side runs in its own fresh process, so a peak RSS (ru_maxrss) is that side's alone:
+  nx     qwen3.load (the weights read packed, dequantized on use) then forward(T tokens)
+  numpy  gguf.GGUFReader (memory-mapped), each layer's weights dequantized with gguf-py to
+         float32 just before the layer runs (dequantization timed apart), float32 matmuls
+The issue's target: peak RSS <= file size + 1.5 GB for the Q8_0 file. The machine's load
+(os.getloadavg) is printed beside the figures: they mean little on a shared machine.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_nx(path: str, T: int) -> dict:
+    from nxc.models import qwen3
+    t0 = time.perf_counter()
+    m = qwen3.load(path)
+    load_s = time.perf_counter() - t0
+    rss_load = _rss_mb()
+    toks = np.random.default_rng(0).integers(0, m.config["vocab"], T)
+    t0 = time.perf_counter()
+    _, out = m.forward(toks)
+    prompt_s = time.perf_counter() - t0
+    return {"load_s": load_s, "rss_after_load_mb": rss_load, "prompt_s": prompt_s, "peak_rss_mb": _rss_mb(),
+            "finite": bool(np.isfinite(out).all())}
+
+
+def _rms(x, w, eps):
+    return (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w).astype(np.float32)
+
+
+def run_numpy(path: str, T: int) -> dict:
+    import gguf
+    from gguf.quants import dequantize
+    r = gguf.GGUFReader(path)
+    kv = {f.name: f.parts[f.data[0]][0] for f in r.fields.values() if f.data and len(f.data) == 1}
+    L = int(kv["qwen3.block_count"]); H = int(kv["qwen3.attention.head_count"])
+    KV = int(kv["qwen3.attention.head_count_kv"]); D = int(kv["qwen3.attention.key_length"])
+    eps = float(kv["qwen3.attention.layer_norm_rms_epsilon"]); theta = float(kv["qwen3.rope.freq_base"])
+    ten = {t.name: t for t in r.tensors}
+    deq_s = 0.0
+
+    def weight(name):
+        nonlocal deq_s
+        t0 = time.perf_counter()
+        t = ten[name]
+        w = dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
+        deq_s += time.perf_counter() - t0
+        return w.reshape([int(v) for v in reversed(t.shape)]) if w.ndim != 2 else w
+
+    t_all = time.perf_counter()
+    emb = ten["token_embd.weight"]
+    toks = np.random.default_rng(0).integers(0, int(emb.shape[1]), T)
+    t0 = time.perf_counter()
+    rows = dequantize(emb.data[toks], emb.tensor_type).astype(np.float32)   # only the looked-up rows
+    deq_s += time.perf_counter() - t0
+    x = rows.reshape(T, -1)
+    inv = (theta ** -(np.arange(0, D, 2, dtype=np.float32) / D)).astype(np.float32)
+    ang = np.arange(T, dtype=np.float32)[:, None] * inv[None, :]
+    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
+
+    def rope(v):
+        a, b = v[..., :D // 2], v[..., D // 2:]
+        return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+
+    mask = np.triu(np.full((T, T), -np.inf, np.float32), 1)
+    for l in range(L):
+        b = f"blk.{l}."
+        h = _rms(x, weight(b + "attn_norm.weight"), eps)
+        q = (h @ weight(b + "attn_q.weight").T).reshape(T, H, D)
+        k = (h @ weight(b + "attn_k.weight").T).reshape(T, KV, D)
+        v = (h @ weight(b + "attn_v.weight").T).reshape(T, KV, D)
+        q = rope(_rms(q, weight(b + "attn_q_norm.weight"), eps))
+        k = rope(_rms(k, weight(b + "attn_k_norm.weight"), eps))
+        att = np.empty((T, H, D), np.float32)
+        for hh in range(H):
+            s = q[:, hh] @ k[:, hh // (H // KV)].T * np.float32(D ** -0.5) + mask
+            p = np.exp(s - s.max(axis=1, keepdims=True))
+            att[:, hh] = (p / p.sum(axis=1, keepdims=True)) @ v[:, hh // (H // KV)]
+        x = x + att.reshape(T, H * D) @ weight(b + "attn_output.weight").T
+        h2 = _rms(x, weight(b + "ffn_norm.weight"), eps)
+        g = h2 @ weight(b + "ffn_gate.weight").T
+        u = h2 @ weight(b + "ffn_up.weight").T
+        x = x + (g / (1 + np.exp(-g)) * u) @ weight(b + "ffn_down.weight").T
+    total = time.perf_counter() - t_all
+    return {"prompt_s": total - deq_s, "dequant_s": deq_s, "peak_rss_mb": _rss_mb(), "finite": bool(np.isfinite(x).all())}
+
+
+def _child(side: str, path: str, T: int) -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", side, path, "--tokens", str(T)],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{side} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model", nargs="?")
+    ap.add_argument("--make", choices=("q8_0", "q4_0", "q4_k", "q5_k", "q6_k"), help="write the file first")
+    ap.add_argument("--keep", help="directory for the --make file (default: a temporary one, removed after)")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--skip-numpy", action="store_true")
+    ap.add_argument("--child", choices=("nx", "numpy"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps((run_nx if args.child == "nx" else run_numpy)(args.model, args.tokens)))
+        return 0
+    tmp = None
+    path = args.model
+    if args.make:
+        d = args.keep or (tmp := tempfile.mkdtemp(prefix="qwen3-4b-"))
+        path = os.path.join(d, f"qwen3-4b-{args.make}.gguf")
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "bench" / "make_qwen3_gguf.py"), path, "--size", "4b",
+                        "--dtype", args.make], check=True)
+        print(f"written in {time.perf_counter() - t0:.1f} s")
+    if not path:
+        ap.error("give MODEL.gguf or --make TYPE")
+    try:
+        size_mb = os.path.getsize(path) / 2 ** 20
+        print(f"{path}: {size_mb:,.0f} MiB; load average {os.getloadavg()[0]:.2f}")
+        nx = _child("nx", path, args.tokens)
+        print(f"nx:    load {nx['load_s']:.1f} s, peak RSS {nx['peak_rss_mb']:,.0f} MiB "
+              f"(file + {nx['peak_rss_mb'] - size_mb:,.0f} MiB; target <= file + 1536), "
+              f"{args.tokens}-token prompt {nx['prompt_s']:.1f} s")
+        if not args.skip_numpy:
+            npy = _child("numpy", path, args.tokens)
+            print(f"numpy: {args.tokens}-token prompt {npy['prompt_s']:.1f} s float32 matmuls "
+                  f"(+ {npy['dequant_s']:.1f} s gguf-py dequantization), peak RSS {npy['peak_rss_mb']:,.0f} MiB; "
+                  f"nx / numpy {nx['prompt_s'] / npy['prompt_s']:.1f}x")
+        print(f"load average after: {os.getloadavg()[0]:.2f}")
+    finally:
+        if tmp:
+            Path(path).unlink(missing_ok=True)
+            os.rmdir(tmp)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
