@@ -24,7 +24,7 @@ A runnable block (described for writers in docs/testing.md) is a fenced
   and must exit 0: its asserts are the check, its output is not compared.
 - The commands of a block run one after another in a folder holding fresh
   copies of the repository's `nx_src/` and `bench/` (and nothing else but
-  the two model writers bench/make_qwen3_gguf.py imports from tests/), so
+  the model writers bench/make_qwen3_gguf.py imports from tests/), so
   paths read as from the repository root and nothing is written into the
   checkout. PATH starts with
   the virtual environment's `bin/` (as after `. .venv/bin/activate`), and
@@ -48,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = [os.path.join(ROOT, "README.md")] + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md")))
 MARK = "<!-- runnable -->"
 # The suite's model writers, which bench/make_qwen3_gguf.py imports from tests/.
-BENCH_IMPORTS = ("qwen3_support.py", "tokenizer_support.py")
+BENCH_IMPORTS = ("qwen3_support.py", "tokenizer_support.py", "quant_support.py")
 COMMAND_TIMEOUT = 300        # a bound against a hang, not a time the command must keep
 
 
