@@ -223,7 +223,8 @@ def _statuses(results: dict) -> dict[str, tuple]:
     return {k: (r["status"], r["cached"]) for k, r in results.items()}
 
 
-def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path):
+@pytest.mark.parametrize("jobs", ["1", "2"])      # C gates forked by the worker, or by its gate host
+def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path, jobs):
     pytest.importorskip("nxc.backend.py.run")
     folder, cache = tmp_path / "t", tmp_path / "cache"
     folder.mkdir()
@@ -233,9 +234,9 @@ def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path):
     (folder / "data.txt").write_text("0\n")
     time.sleep(2.1)       # a file changed within 2 s (its ctime) of a gate's start is not keyed
     ids = [f"{n}.nx[{b}]" for n in ("reads", "absent", "folder") for b in ("c", "py")]
-    first = _statuses(nxc_test(folder, cache, "--backend", "both"))
+    first = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
     assert first == {i: ("PASS", False) for i in ids}, first
-    second = _statuses(nxc_test(folder, cache, "--backend", "both"))
+    second = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
     assert second == {i: ("PASS", not i.startswith("folder")) for i in ids}, second
 
     # The reproducer: same size, and the old mtime put back: the content is what counts.
@@ -244,7 +245,7 @@ def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path):
     data.write_text("1\n")
     os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))
     (folder / "nothere.txt").write_text("")             # what was missing is there now
-    third = _statuses(nxc_test(folder, cache, "--backend", "both"))
+    third = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
     for b in ("c", "py"):
         assert third[f"reads.nx[{b}]"] == ("FAIL", False) and third[f"absent.nx[{b}]"] == ("FAIL", False), third
 

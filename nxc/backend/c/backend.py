@@ -200,7 +200,7 @@ class CLoaded(base.Loaded):
         if value != 0:
             raw = [lib.nxc_gate_captured(i) for i in range(self.emitted.capture_slots)]
             mask = lib.nxc_gate_captured_mask()
-        return self.outcome_of(("returned", value, site, mask, raw, gate_child.file_log(lib)))
+        return self.outcome_of(("returned", value, site, mask, raw, gate_child.file_log(lib, self.ffi)))
 
     def outcome_of(self, raw: tuple):
         """The `protocol.Outcome` of what a gate's run recorded (run_gate here,

@@ -107,17 +107,15 @@ def parse_log(raw: bytes | None) -> tuple | None:
     return tuple((os.fsdecode(entry[1:]), entry[:1] == b"1") for entry in raw.split(b"\0")[:-1])
 
 
-def file_log(lib) -> bytes | None:
-    """The runtime's log of the gate's sys_file_open calls (nx_runtime.c; parsed by
-    nxc/gates/inputs.py, parse_log); None when it overflowed. `lib`: a ctypes
-    _Lib or a cffi library."""
+def file_log(lib, ffi=None) -> bytes | None:
+    """The runtime's log of the gate's sys_file_open calls (nx_runtime.c, read by
+    parse_log); None when it overflowed. `lib`: a _Lib here, or a cffi library
+    with its `ffi` (CLoaded.run_gate)."""
     n = lib.nxc_file_log_bytes()
     if n < 0:
         return None
     if n == 0:
         return b""
-    ptr = lib.nxc_file_log()
-    if isinstance(ptr, int) or ptr is None:         # ctypes
-        return ctypes.string_at(ptr, n)
-    import cffi                                     # a cffi library (CLoaded.run_gate)
-    return bytes(cffi.FFI().buffer(ptr, n))
+    if ffi is not None:
+        return bytes(ffi.buffer(lib.nxc_file_log(), n))
+    return ctypes.string_at(lib.nxc_file_log(), n)
