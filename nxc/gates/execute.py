@@ -270,7 +270,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
     r.value = outcome.value
     r.output = outcome.output or ""                     # captured stdout/stderr of the gate
     status = outcome.status
-    r.inputs = inputs.record(outcome.files, started_ns) if status == Status.PASS else None
+    r.inputs = inputs.record(outcome.files, started_ns) if status == Status.PASS and key else None
     record(key, options, r)
     if outcome.site is not None:
         r.column = outcome.site.column
