@@ -230,14 +230,15 @@ def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path, jobs)
     folder.mkdir()
     (folder / "reads.nx").write_text(READS)
     (folder / "absent.nx").write_text(_opener("nothere.txt", False))
-    (folder / "folder.nx").write_text(_opener(".", False))          # a directory does not open: not keyed
+    (folder / "folder.nx").write_text(_opener("sub", False))        # a directory does not open
+    (folder / "sub").mkdir()
     (folder / "data.txt").write_text("0\n")
     time.sleep(2.1)       # a file changed within 2 s (its ctime) of a gate's start is not keyed
     ids = [f"{n}.nx[{b}]" for n in ("reads", "absent", "folder") for b in ("c", "py")]
     first = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
     assert first == {i: ("PASS", False) for i in ids}, first
     second = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
-    assert second == {i: ("PASS", not i.startswith("folder")) for i in ids}, second
+    assert second == {i: ("PASS", True) for i in ids}, second
 
     # The reproducer: same size, and the old mtime put back: the content is what counts.
     data = folder / "data.txt"
@@ -245,9 +246,10 @@ def test_a_gate_that_reads_a_file_is_rerun_when_the_file_changes(tmp_path, jobs)
     data.write_text("1\n")
     os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))
     (folder / "nothere.txt").write_text("")             # what was missing is there now
+    (folder / "sub").rmdir()
+    (folder / "sub").write_text("")                     # what was a directory is a file
     third = _statuses(nxc_test(folder, cache, "--backend", "both", "-j", jobs))
-    for b in ("c", "py"):
-        assert third[f"reads.nx[{b}]"] == ("FAIL", False) and third[f"absent.nx[{b}]"] == ("FAIL", False), third
+    assert third == {i: ("FAIL", False) for i in ids}, third
 
 
 # ------------------------------------------------------------------ the record itself
@@ -265,6 +267,13 @@ def test_the_input_record(tmp_path, monkeypatch):
     assert [sorted(e) for _, e in rec["files"]] == [["sha256", "size"], ["stat"], ["missing"]]
     assert inputs.record((("gone.txt", True),), later) is None         # opened, gone since
     assert inputs.record((("small.bin", False),), later) is None       # there, but did not open
+    (tmp_path / "d").mkdir()
+    folder = inputs.record((("d", False),), later)
+    assert folder["files"] == [["d", {"directory": True}]] and inputs.still_holds(folder)
+    (tmp_path / "d").rmdir()
+    (tmp_path / "d").write_text("")
+    assert not inputs.still_holds(folder)
+    assert inputs.record((("d", False),), later) is None               # a file that did not open
     assert inputs.record(None, later) is None                          # the runtime's log was full
     assert inputs.record((), later) == inputs.NO_FILES
     assert inputs.record(tuple((f"f{i}", False) for i in range(inputs.MAX_FILES + 1)), later) is None

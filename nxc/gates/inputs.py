@@ -15,8 +15,10 @@ Per path (as the gate gave it, resolved against the current folder):
 - opened, larger: its (size, mtime_ns, ctime_ns, inode, device), all equal;
 - not opened, because nothing is there: that it is still missing (creating
   the file changes what the gate sees);
+- not opened, a directory (both runtimes refuse one, whatever it holds):
+  that it is still a directory;
 - anything else (opened but not a regular file, not opened although it
-  exists, gone since, changed since the gate started or less than RACY_NS
+  exists and is no directory (permissions), gone since, changed since the gate started or less than RACY_NS
   before, more than MAX_FILES paths, the runtime's log full): nothing is
   recorded and the pass is not cached.
 
@@ -54,7 +56,7 @@ def record(opened, started_ns: int) -> dict | None:
     files: dict[str, dict] = {}
     for path, ok in opened:
         if path in files:
-            if ok != (files[path].get("missing") is None):
+            if ok != (files[path].get("missing") is None and files[path].get("directory") is None):
                 return None         # opened once, not another time: it changed while the gate ran
             continue
         if len(files) >= MAX_FILES:
@@ -78,8 +80,10 @@ def _entry(path: str, opened: bool, started_ns: int) -> dict | None:
         if not opened and exc.errno in (errno.ENOENT, errno.ENOTDIR):
             return {"missing": True}
         return None
+    if not opened and stat.S_ISDIR(st.st_mode):
+        return {"directory": True}
     if not opened or not stat.S_ISREG(st.st_mode):
-        return None                 # exists but did not open (permissions, a directory...), or not a file
+        return None                 # exists but did not open (permissions), or opened and not a file
     if max(st.st_mtime_ns, st.st_ctime_ns) >= started_ns - RACY_NS:
         return None                 # changed too recently: what the gate read may not be what is there
     if st.st_size > DIGEST_MAX:
@@ -124,7 +128,9 @@ def still_holds(rec) -> bool:
             if entry.get("missing") is True and exc.errno in (errno.ENOENT, errno.ENOTDIR):
                 continue
             return False
-        if entry.get("missing") is not None or not stat.S_ISREG(st.st_mode):
+        if entry.get("directory") is True and stat.S_ISDIR(st.st_mode):
+            continue
+        if entry.get("missing") is not None or entry.get("directory") is not None or not stat.S_ISREG(st.st_mode):
             return False
         if "sha256" in entry:
             if st.st_size != entry.get("size") or _digest(full) != entry["sha256"]:
