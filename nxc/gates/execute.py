@@ -314,6 +314,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
 def compile_library(program, backend: str, options: Options, r: Result) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     from nxc.backend.registry import backend_for
+    from nxc.gates import inputs
     emitted, key = prepared_or_cached(program, backend, "library", options, r)
     if key is None:
         return
@@ -327,8 +328,7 @@ def compile_library(program, backend: str, options: Options, r: Result) -> None:
     else:
         r.build_seconds = prepared.built.seconds
     r.message = "compiles"
-    from nxc.gates.inputs import NO_FILES
-    r.inputs = NO_FILES                     # nothing ran: no file was opened
+    r.inputs = inputs.NO_FILES              # nothing ran: no file was opened
     record(key, options, r)
 
 
