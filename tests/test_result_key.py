@@ -74,10 +74,13 @@ def test_backend_and_kind_are_key_parts():
     assert _keys(o, kind="gate")[1] != _keys(o, kind="library")[1]
 
 
-@pytest.mark.parametrize("part", ["nxc_version", "nxc_code", "python", "build"])
+@pytest.mark.parametrize("part", ["nxc_version", "nxc_code", "python", "build", "py_largest_mapping"])
 def test_the_environment_parts(part, monkeypatch):
-    """What is not an option: nxc's version and code, the Python, the C toolchain."""
-    before = _keys(Options())
+    """What is not an option: nxc's version and code, the Python, the C toolchain,
+    the Python runtime's largest mapping."""
+    backend = "py" if part == "py_largest_mapping" else "c"
+    monkeypatch.delenv("NXC_PY_MMAP_MAX", raising=False)
+    before = _keys(Options(), backend)
     if part == "nxc_version":
         monkeypatch.setattr(result_key, "__version__", "0.0.0-other")
     elif part == "nxc_code":
@@ -85,10 +88,12 @@ def test_the_environment_parts(part, monkeypatch):
         monkeypatch.setattr(nxc.index, "toolchain_digest", lambda: "f" * 32)
     elif part == "python":
         monkeypatch.setattr(sys, "version", sys.version + " (another build)")
-    else:
+    elif part == "build":
         from nxc.backend.c import build
         monkeypatch.setattr(build, "compiler_identity", lambda cc: "another compiler")
-    after = _keys(Options())
+    else:
+        monkeypatch.setenv("NXC_PY_MMAP_MAX", str(1 << 20))
+    after = _keys(Options(), backend)
     assert before[0] != after[0] and before[1] != after[1]
 
 

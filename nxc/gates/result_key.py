@@ -18,6 +18,7 @@ runs: they are recorded with the pass and checked before it is used
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -42,6 +43,18 @@ def _build(options, backend) -> str:
     return build_identity(backend, options)
 
 
+def _py_largest_mapping(options, backend):
+    """What the Python runtime takes for its largest mapping (runtime/nx_memory.py,
+    _default_max_mapping): NXC_PY_MMAP_MAX, else the physical memory."""
+    if backend != "py":
+        return None
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = None
+    return [os.environ.get("NXC_PY_MMAP_MAX", ""), phys]
+
+
 PARTS: tuple[Part, ...] = (
     Part("nxc_version", lambda o, b: __version__, "another nxc is another compiler"),
     Part("nxc_code", _nxc_code, "every file of the package, the runtime and the grammar: the runner's own "
@@ -49,6 +62,7 @@ PARTS: tuple[Part, ...] = (
     Part("python", lambda o, b: sys.version, "the Python backend runs on it; cffi builds for its ABI"),
     Part("backend", lambda o, b: b, "C and Python are two implementations"),
     Part("build", _build, "the C compiler's identity, flags, target, cffi, the ABI suffix"),
+    Part("py_largest_mapping", _py_largest_mapping, "Python backend: a sys_mmap past it fails"),
     Part("checked", lambda o, b: bool(o.checked), "--unchecked: a bad access may pass or crash"),
     Part("opt", lambda o, b: str(o.opt), "--opt and --march (the build configuration '2/x86-64')"),
     Part("soft_f32", lambda o, b: bool(o.soft_f32), "--soft-f32: other float32 primitives"),
