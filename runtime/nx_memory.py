@@ -187,6 +187,9 @@ class Runtime:
         self.maps: list[_Mapping] = []
         self.live: dict[int, _Mapping] = {}
         self.open_files: dict[int, int] = {}  # sys_file_open handle -> OS file descriptor
+        # Every path sys_file_open tried, with whether it opened (the runner keys a
+        # cached pass on those files: nxc/gates/inputs.py); None once past FILE_LOG_MAX.
+        self.files_opened: list | None = []
 
     def close(self) -> None:
         """Release the arena (the loaded module must not run afterwards)."""
@@ -356,11 +359,23 @@ class Runtime:
         try:
             files[h] = os.open(name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except OSError:
+            self._note_open(name, False)
             return self.FILE_ERR_OPEN
         if not _is_regular(files[h]):
             os.close(files.pop(h))
+            self._note_open(name, False)
             return self.FILE_ERR_OPEN
+        self._note_open(name, True)
         return h
+
+    FILE_LOG_MAX = 4096
+
+    def _note_open(self, name: bytes, opened: bool) -> None:
+        log = self.files_opened
+        if log is not None:
+            log.append((os.fsdecode(name), opened))
+            if len(log) > self.FILE_LOG_MAX:
+                self.files_opened = None
 
     def sys_file_size(self, h: int, site: int = -1) -> int:
         fd = self._files().get(h)

@@ -121,6 +121,31 @@ static FILE **nxrt_file_table(void)
     return files;
 }
 
+/* Every path sys_file_open tried, for the runner's result cache (a pass is
+   cached only with the files it read: nxc/gates/inputs.py): per attempt '1'
+   (opened) or '0', the path, a NUL. Past the log's size it is marked full
+   (-1) and the pass is not cached. Read back by nxc_file_log. */
+#define NXRT_FILE_LOG_BYTES (64 * 1024)
+static char nxrt_file_log[NXRT_FILE_LOG_BYTES];
+static int64_t nxrt_file_log_used;
+
+static void nxrt_file_note(const uint8_t *path, int64_t n, int opened)
+{
+    if (nxrt_file_log_used < 0)
+        return;
+    if (n + 2 > NXRT_FILE_LOG_BYTES - nxrt_file_log_used) {
+        nxrt_file_log_used = -1;
+        return;
+    }
+    nxrt_file_log[nxrt_file_log_used++] = opened ? '1' : '0';
+    memcpy(nxrt_file_log + nxrt_file_log_used, path, (size_t)n);
+    nxrt_file_log_used += n;
+    nxrt_file_log[nxrt_file_log_used++] = 0;
+}
+
+NX_EXPORT const char *nxc_file_log(void) { return nxrt_file_log; }
+NX_EXPORT int64_t nxc_file_log_bytes(void) { return nxrt_file_log_used; }
+
 static FILE *nxrt_file_get(int64_t h)
 {
     if (h < 0 || h >= NXRT_MAX_FILES)
@@ -146,14 +171,18 @@ NXRT_API int64_t nxrt_sys_file_open(uint8_t *path, int64_t n)
     name[n] = 0;
     t[h] = fopen(name, "rb");
     free(name);
-    if (t[h] == NULL)
+    if (t[h] == NULL) {
+        nxrt_file_note(path, n, 0);
         return NXRT_FILE_ERR_OPEN;
+    }
     /* glibc opens a directory for reading; its first read fails (EISDIR) */
     if (fgetc(t[h]) == EOF && ferror(t[h])) {
         fclose(t[h]);
         t[h] = NULL;
+        nxrt_file_note(path, n, 0);
         return NXRT_FILE_ERR_OPEN;
     }
+    nxrt_file_note(path, n, 1);
     return h;
 }
 

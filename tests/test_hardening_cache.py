@@ -226,3 +226,53 @@ def test_an_entry_appears_already_stamped(tmp_path, own_cache, monkeypatch):
     kinds = {os.path.basename(p).split("-")[0] if "-" in os.path.basename(p) else os.path.splitext(p)[1]
              for p in published}
     assert {"rt", ".so"} <= kinds and any(os.path.basename(p)[0] not in "r_" for p in published), published
+
+
+def _wrong_mac(name: str, payload: bytes) -> bytes:
+    """A well-formed seal (32-byte MAC, then the payload) made with another key."""
+    import hashlib
+    import hmac
+    return hmac.new(b"k" * 32, name.encode() + b"\0" + payload, hashlib.sha256).digest() + payload
+
+
+@pytest.mark.parametrize("entry", ["unseal", "result", "index", "stamp"])
+def test_an_entry_with_a_well_formed_but_wrong_mac_is_refused(tmp_path, own_cache, entry):
+    """Each reader of a sealed entry, given the same payload twice: sealed with
+    another key (refused) and with this cache's (taken), so it is the MAC alone
+    that decides."""
+    import json
+
+    from nxc.gates import inputs, results_cache
+    from nxc.index import ModuleIndex, index_file
+    cache.forget_verified()
+    if entry == "unseal":
+        name, payload = "some/entry", b"payload"
+        assert cache.unseal(name, _wrong_mac(name, payload)) is None
+        assert cache.unseal(name, cache.seal(name, payload)) == payload
+        return
+    if entry == "result":
+        key = "u-" + "0" * 32
+        path = os.path.join(results_cache._folder(), key)
+        name = "results/" + key
+        payload = json.dumps({"inputs": inputs.NO_FILES, "kind": "gate", "warnings": [], "cwd": None}).encode()
+        read = lambda: results_cache.unit_passed_before(key)              # noqa: E731
+    elif entry == "index":
+        path, name = index_file(), "index/modules.json"
+        module = str(tmp_path / "m.nx")
+        payload = json.dumps({"format": "nxc-module-index-1", "modules": {
+            module: {"stat": None, "digest": "0" * 32, "imports": []}}}).encode()
+        read = lambda: ModuleIndex.load().entries or None                 # noqa: E731
+    else:
+        path = str(tmp_path / "built.so")
+        with open(path, "wb") as f:
+            f.write(b"\x7fELF built")
+        path, target = path + cache.SIDECAR, path
+        name, payload = os.path.basename(target), cache.file_digest(target)
+        read = lambda: cache.stamped(target) or None                      # noqa: E731
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(_wrong_mac(name, payload))
+    assert read() is None
+    cache.forget_verified()
+    cache.write_atomically(path, cache.seal(name, payload))
+    assert read() is not None

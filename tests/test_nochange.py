@@ -151,7 +151,7 @@ def test_a_new_file_that_changes_what_an_import_names_is_seen(tmp_path):
     assert proc.returncode == 1 and after["gate.nx"]["status"] == "FAIL" and not after["gate.nx"]["cached"]
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "unsealed", "folder"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "unsealed", "wrong-mac", "folder"])
 def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
     root, cache = tree
     nxc_test(str(root), cache=cache, cwd=root)
@@ -166,6 +166,16 @@ def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
                 "modules": {str((root / n).resolve()): {"stat": None, "digest": "0" * 32, "imports": []}
                             for n in FILES}}
         index.write_text(json.dumps(fake))
+    elif damage == "wrong-mac":         # a well-formed seal under another key, of entries whose
+        import hashlib                  # stat matches and whose digests are wrong: not trusted
+        import hmac
+
+        from nxc.index import file_stat
+        fake = {"format": "nxc-module-index-1",
+                "modules": {str((root / n).resolve()): {"stat": file_stat(os.stat(root / n)), "digest": "0" * 32,
+                                                         "imports": []} for n in FILES}}
+        payload = json.dumps(fake).encode()
+        index.write_bytes(hmac.new(b"k" * 32, b"index/modules.json\0" + payload, hashlib.sha256).digest() + payload)
     else:
         index.unlink()
         index.mkdir()
@@ -195,3 +205,50 @@ def test_the_index_round_trip_and_its_refusals(tmp_path, monkeypatch):
     assert again.closure(str((tmp_path / "t" / "broken.nx").resolve())) is None
     write(tmp_path / "t" / "syntax.nx", "func (\n")
     assert again.closure(str((tmp_path / "t" / "syntax.nx").resolve())) is None
+
+
+def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path, monkeypatch):
+    """git's racy-clean problem: an edit in the same timestamp tick as the look
+    before it, keeping the size, leaves the stat as it was. The index does not
+    trust a stat taken within RACY_NS of the file's last change. The clock
+    and the stat are fixed here (the file's stat frozen, as such an edit leaves
+    it), so the test does not depend on the file system's timestamps."""
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    from types import SimpleNamespace
+
+    from nxc import index as nx_index
+    path = tmp_path / "m.nx"
+    write(path, "func f() -> i64 {\n    return 1\n}\n")
+    old = time.time_ns() - 3600 * 10**9
+    os.utime(path, ns=(old, old))
+    real, frozen = str(path.resolve()), os.stat(path)
+
+    class FrozenStat:               # os, but the module's stat never changes
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def stat(self, p, *a, **kw):
+            return frozen if str(p) == real else os.stat(p, *a, **kw)
+
+    changed = max(frozen.st_mtime_ns, frozen.st_ctime_ns)
+    clock = SimpleNamespace(time_ns=lambda: changed + nx_index.RACY_NS // 2)    # looked at 1 s after the change
+    monkeypatch.setattr(nx_index, "os", FrozenStat())
+    monkeypatch.setattr(nx_index, "time", clock)
+    first = nx_index.ModuleIndex()
+    digest = first.module(real)["digest"]
+    first.save()
+    # edited within the tick: the same size, the same stat
+    path.write_text(path.read_text(encoding="utf-8").replace("return 1", "return 2"), encoding="utf-8")
+    again = nx_index.ModuleIndex.load()
+    assert again.module(real)["digest"] != digest
+    assert again.counters["stat_hits"] == 0 and again.counters["digested"] == 1
+
+    # Looked at long after its last change, the stat is trusted: a stat hit, no read.
+    clock.time_ns = lambda: changed + 10 * nx_index.RACY_NS
+    again.save()
+    third = nx_index.ModuleIndex.load()
+    third.module(real)
+    third.save()
+    fourth = nx_index.ModuleIndex.load()
+    fourth.module(real)
+    assert fourth.counters == {"stat_hits": 1, "digested": 0, "parsed": 0}

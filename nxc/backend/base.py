@@ -155,14 +155,16 @@ def function_at(program, path: str, line: int) -> str:
 
 
 # ---- outcomes, as both backends' run_gate build them ----
-def returned(program, value: int, gate_site: int, captured, backend: str) -> Outcome:
-    """main returned `value` through gate return number `gate_site` (-1: unknown)."""
+def returned(program, value: int, gate_site: int, captured, backend: str, files: tuple | None) -> Outcome:
+    """main returned `value` through gate return number `gate_site` (-1: unknown);
+    files: what the runtime logged of sys_file_open ((path, opened), ...; None: unknown)."""
     site = None
     if 0 <= gate_site < len(program.gate_returns):
         pos = program.gate_returns[gate_site].node.pos
         site = Site(pos.file.path, pos.line, pos.col, program.entry.decl.name)
     return Outcome(Status.PASS if value == 0 else Status.FAIL, value, site, message="",
-                   captured=[(str(t), v) for t, v in captured], gate_site=gate_site, backend=backend)
+                   captured=[(str(t), v) for t, v in captured], gate_site=gate_site, backend=backend,
+                   files=files)
 
 
 def trapped(program, path: str | None, line: int, col: int, what: str, backend: str,

@@ -72,6 +72,9 @@ class Result:
     # those without a clean verdict or record); in --json only with
     # NXC_DEBUG_STATS=1 (tests/test_tree_incremental.py reads it).
     checked_bodies: list = field(default_factory=list)
+    # A pass's record of the files its gate opened (nxc/gates/inputs.py), kept
+    # with it in the result cache; None: not cacheable (or not a pass).
+    inputs: dict | None = None
 
     @property
     def passed(self) -> bool:
@@ -79,7 +82,7 @@ class Result:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        del d["modules"]
+        del d["modules"], d["inputs"]
         if not os.environ.get("NXC_DEBUG_STATS"):
             del d["checked_bodies"]
         d = {"event": "result", **d}
@@ -183,15 +186,16 @@ def check_unit(unit: Unit, options: Options) -> tuple:
 
 def record_unit_passes(closure: dict[str, str], kind: str, warnings: list[str], results: list[Result],
                        options: Options) -> None:
-    """Record each pass under its unit key too (results_cache.unit_key): the
+    """Record each pass under its unit key too (result_key.unit_key): the
     digests of the sources this very check read ({real path: nxc.index.
     source_digest}), so the runner's no-change fast path (nxc/gates/
     nochange.py) finds it from the module index alone."""
-    from nxc.gates import results_cache
+    from nxc.gates import result_key, results_cache
     for r in results:
-        if r.passed:
+        if r.passed and r.inputs is not None:
             try:
-                results_cache.record_unit_pass(results_cache.unit_key(closure, r.backend, options), kind, warnings)
+                results_cache.record_unit_pass(result_key.unit_key(closure, r.backend, options), kind, warnings,
+                                               r.inputs)
             except Exception:  # noqa: BLE001 - not recording costs the next run speed only
                 pass
 
@@ -209,17 +213,18 @@ def prepared_or_cached(program, backend_name: str, kind: str, options: Options, 
     """Emit the code, then either find a recorded pass of it (returns (None, None),
     `r` marked cached) or hand back (emitted, result key) to build and run."""
     from nxc.backend.registry import backend_for
-    from nxc.gates import results_cache
+    from nxc.gates import result_key, results_cache
     if not (options.read_results or options.record_results):
         return None, ""
     backend = backend_for(backend_name, checked=options.checked)
     t0 = time.perf_counter()
     emitted = backend.emit(program)
-    key = results_cache.result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
-                                   backend_name, kind, results_cache.mode_of(options))
+    key = result_key.artefact_result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
+                                         kind, options, backend_name)
     r.build_seconds = time.perf_counter() - t0
-    if options.read_results and results_cache.passed_before(key):
-        r.cached = True
+    found = results_cache.passed_before(key) if options.read_results else None
+    if found is not None:
+        r.cached, r.inputs = True, found        # its files were checked: recorded with it under the unit key
         r.message = "compiles" if kind == "library" else ""
         return None, None
     return emitted, key
@@ -228,7 +233,7 @@ def prepared_or_cached(program, backend_name: str, kind: str, options: Options, 
 def record(key: str | None, options: Options, r: Result) -> None:
     from nxc.gates import results_cache
     if key and options.record_results and r.passed:
-        results_cache.record_pass(key)
+        results_cache.record_pass(key, r.inputs)
 
 
 def gate_result(program, backend: str, options: Options, r: Result) -> None:
@@ -238,18 +243,22 @@ def gate_result(program, backend: str, options: Options, r: Result) -> None:
     if key is None:
         return
     emit_seconds = r.build_seconds
+    started = time.time_ns()
     outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
                        emitted=emitted, checked=options.checked,
                        capture=True, memory_limit=options.memory_limit)
-    fill_result(outcome, program, options, r, key, emit_seconds)
+    fill_result(outcome, program, options, r, key, emit_seconds, started)
 
 
 def fill_result(outcome, program, options: Options, r: Result, key: str | None = None,
-                emit_seconds: float = 0.0) -> None:
+                emit_seconds: float = 0.0, started_ns: int = 0) -> None:
     """Status, message and report of `r` from a gate's outcome (nxc test, the
     pytest plugin and nxc run explain an outcome the same way); a pass is
-    recorded in the result cache under `key` when the run records results."""
+    recorded in the result cache under `key` when the run records results,
+    with the record of the files the gate opened (the gate started at
+    time.time_ns() `started_ns`), if they can be keyed."""
     from nxc.diagnostics import display_path
+    from nxc.gates import inputs
     r.stack = [{"file": display_path(f.file), "line": f.line, "column": f.column, "function": f.function}
                for f in outcome.stack]
     r.run_seconds = outcome.seconds
@@ -261,6 +270,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
     r.value = outcome.value
     r.output = outcome.output or ""                     # captured stdout/stderr of the gate
     status = outcome.status
+    r.inputs = inputs.record(outcome.files, started_ns) if status == Status.PASS and key else None
     record(key, options, r)
     if outcome.site is not None:
         r.column = outcome.site.column
@@ -304,6 +314,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
 def compile_library(program, backend: str, options: Options, r: Result) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     from nxc.backend.registry import backend_for
+    from nxc.gates import inputs
     emitted, key = prepared_or_cached(program, backend, "library", options, r)
     if key is None:
         return
@@ -317,6 +328,7 @@ def compile_library(program, backend: str, options: Options, r: Result) -> None:
     else:
         r.build_seconds = prepared.built.seconds
     r.message = "compiles"
+    r.inputs = inputs.NO_FILES              # nothing ran: no file was opened
     record(key, options, r)
 
 

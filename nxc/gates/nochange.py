@@ -2,7 +2,7 @@
 
 Before any worker starts, the runner computes each unit's key from the
 module index (nxc/index.py: a stat per module file when nothing changed)
-and the run's configuration (results_cache.unit_key). A unit all of whose
+and the run's configuration (result_key.unit_key). A unit all of whose
 items have a recorded pass under that key is reported `PASS (cached)` here,
 with the warnings recorded with the pass; nothing of it is read, parsed,
 checked, emitted or built. Every other unit goes to the workers, which take
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from nxc.gates import results_cache
+from nxc.gates import result_key, results_cache
 from nxc.gates.collect import Unit
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import Status
@@ -60,7 +60,7 @@ def _cached_unit(unit: Unit, options: Options, index) -> list[Result] | None:
     results = []
     for n, item in enumerate(unit.items):
         try:
-            key = results_cache.unit_key(digests, item.backend, options)
+            key = result_key.unit_key(digests, item.backend, options)
         except Exception:  # noqa: BLE001 - no compiler, ...: the worker reports it
             return None
         recorded = results_cache.unit_passed_before(key)

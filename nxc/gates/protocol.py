@@ -84,6 +84,9 @@ class Outcome:
     # build compiled, and whether it linked the library (False: a cached link).
     recompiled: tuple = ()
     relinked: bool | None = None
+    # The files the gate asked sys_file_open for, in order: ((path, opened), ...);
+    # None: not known (its pass is then not cached: nxc/gates/inputs.py).
+    files: tuple | None = None
 
     @property
     def passed(self) -> bool:

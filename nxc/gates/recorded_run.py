@@ -58,10 +58,12 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c.faults import read_mirror, stack_from
     from nxc.backend.c import objects
     from nxc.backend.c.emit import FAULT_INFO_WORDS
+    from nxc.backend.c import gate_child
+    from nxc.backend.c.backend import link_artefact
     from nxc.backend.c.gate_child import GateJob
     from nxc.backend.c.recorded import plan_from_records
     from nxc.cache import stamped
-    from nxc.gates import results_cache
+    from nxc.gates import inputs, result_key, results_cache
     from nxc.gates.run import run_job_in_host
 
     start = time.perf_counter()
@@ -84,9 +86,10 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     item = unit.items[0]
     r = Result(item.id, item.display, "gate", "c", Status.PASS, warnings=warnings, modules=sorted(indexed))
     r.front_end_seconds = time.perf_counter() - start
-    key = results_cache.result_key("c-link-" + link.key, "c", "gate", results_cache.mode_of(options))
-    if options.read_results and results_cache.passed_before(key):
-        r.cached = True
+    key = result_key.artefact_result_key(link_artefact(link.key), "gate", options, "c")
+    found = results_cache.passed_before(key) if options.read_results else None
+    if found is not None:
+        r.cached, r.inputs = True, found
     else:
         t0 = time.perf_counter()
         target, _ = objects.library_path(link.key)
@@ -95,6 +98,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
             objects.link_library(target, link.objects, options.opt)
         r.build_seconds, r.build_cached, r.relinked = time.perf_counter() - t0, not relinked, relinked
         t0 = time.perf_counter()
+        started = time.time_ns()
         # In nxc test's workers the gate host forks the child (nxc/gates/host.py):
         # the library is opened and bound there, not here.
         job = GateJob(target, tuple(link.binding.bases), link.binding.root, options.checked, 0, FAULT_INFO_WORDS)
@@ -119,6 +123,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
         if ended.kind != "ok" or ended.value[:2] != ("returned", 0):
             return None                 # the full path runs it again and explains what happened
         r.value, r.output = 0, ended.output or ""
+        r.inputs = inputs.record(gate_child.parse_log(ended.value[5]), started)
         record(key, options, r)
     if options.record_results:
         record_unit_passes(digests, "gate", warnings, [r], options)

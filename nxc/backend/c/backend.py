@@ -33,6 +33,12 @@ from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
 
 
+def link_artefact(link_key: str) -> str:
+    """The artefact key of a gate linked under `link_key` (LinkedC.plan's, or the
+    recorded path's plan_from_records): one spelling for both."""
+    return "c-link-" + link_key
+
+
 class CBackend(base.Backend):
     name = "c"
 
@@ -64,7 +70,7 @@ class CBackend(base.Backend):
         # which cover sources, interfaces, compiler, flags, versions, runtime).
         if isinstance(emitted, LinkedC):
             if purpose == "gate":
-                return "c-link-" + emitted.plan(opt)[3]
+                return link_artefact(emitted.plan(opt)[3])
             emitted = emitted.whole()
         return "c-" + c_build.cache_key(emitted, opt, "abi" if purpose == "gate" else "api")
 
@@ -194,7 +200,7 @@ class CLoaded(base.Loaded):
         if value != 0:
             raw = [lib.nxc_gate_captured(i) for i in range(self.emitted.capture_slots)]
             mask = lib.nxc_gate_captured_mask()
-        return self.outcome_of(("returned", value, site, mask, raw))
+        return self.outcome_of(("returned", value, site, mask, raw, gate_child.file_log(lib, self.ffi)))
 
     def outcome_of(self, raw: tuple):
         """The `protocol.Outcome` of what a gate's run recorded (run_gate here,
@@ -214,9 +220,9 @@ class CLoaded(base.Loaded):
             raise c_build.BuildError(unbound_message(count, bound, len(self.emitted.binding.bases), failed))
         if kind != "returned":
             raise ValueError(f"a gate's child reported {kind!r}")
-        value, site, mask, raw_slots = raw[1:]
+        value, site, mask, raw_slots, files = raw[1:]
         captured = self.emitted.captured(site, mask, raw_slots) if value != 0 else ()
-        return base.returned(self.program, value, site, captured, self.name)
+        return base.returned(self.program, value, site, captured, self.name, gate_child.parse_log(files))
 
     def share_stack(self) -> None:
         """Before forking a gate's child: a page the child mirrors its shadow stack into."""

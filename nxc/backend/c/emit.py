@@ -850,7 +850,8 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int nxc_stack_frame(int k);", "int nxc_stack_mirror(void *page, int64_t nbytes);",
              "int64_t nxc_stack_bytes(void);",
              "int nxc_buf_register(void *p, int64_t nbytes, int arg);", "void nxc_buf_clear(void);",
-             "int nxc_probe(void *p, int64_t size, int64_t align);")
+             "int nxc_probe(void *p, int64_t size, int64_t align);",
+             "const char *nxc_file_log(void);", "int64_t nxc_file_log_bytes(void);")
 FAULT_INFO_WORDS = 10
 # ... and those a separately compiled gate's loader binds its modules with
 # (runtime/nx_runtime.c: only in a linked library, never a single file's).

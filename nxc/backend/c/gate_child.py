@@ -15,6 +15,7 @@ a gate's values and float32 bits do not depend on which path ran it.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import NamedTuple
 
 _I, _I32, _I64, _U32 = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint32
@@ -34,6 +35,8 @@ SIGNATURES = {
     "nxc_module_count": (_I, ()),
     "nxc_modules_bound": (_I, ()),
     "nxc_module_bind": (_I, (ctypes.c_char_p, _I32, _I)),
+    "nxc_file_log": (ctypes.c_void_p, ()),
+    "nxc_file_log_bytes": (_I64, ()),
 }
 
 
@@ -68,7 +71,7 @@ def run(job: GateJob, page) -> tuple:
     Returns ("unbound", count, bound, failed) when the library does not hold
     the modules the link planned, ("no-gate",), ("trap", fault info, trap
     site, stack frames) or ("returned", value, gate site, captured mask,
-    captured slots)."""
+    captured slots, file log (file_log))."""
     path, bases, root, checked, capture_slots, fault_words = job
     lib = _Lib(path)
     if bases is not None:
@@ -94,4 +97,25 @@ def run(job: GateJob, page) -> tuple:
     if value != 0:
         raw = [lib.nxc_gate_captured(i) for i in range(capture_slots)]
         mask = lib.nxc_gate_captured_mask()
-    return ("returned", value, site, mask, raw)
+    return ("returned", value, site, mask, raw, file_log(lib))
+
+
+def parse_log(raw: bytes | None) -> tuple | None:
+    """file_log's bytes as ((path, opened), ...), as Outcome.files holds them; None: the log was full."""
+    if raw is None:
+        return None
+    return tuple((os.fsdecode(entry[1:]), entry[:1] == b"1") for entry in raw.split(b"\0")[:-1])
+
+
+def file_log(lib, ffi=None) -> bytes | None:
+    """The runtime's log of the gate's sys_file_open calls (nx_runtime.c, read by
+    parse_log); None when it overflowed. `lib`: a _Lib here, or a cffi library
+    with its `ffi` (CLoaded.run_gate)."""
+    n = lib.nxc_file_log_bytes()
+    if n < 0:
+        return None
+    if n == 0:
+        return b""
+    if ffi is not None:
+        return bytes(ffi.buffer(lib.nxc_file_log(), n))
+    return ctypes.string_at(lib.nxc_file_log(), n)

@@ -150,7 +150,9 @@ class PyLoaded(base.Loaded):
             cap = {k: v for k, v in rt.captured.items() if v is not None and 0 <= k < slots}
             mask = sum(1 << k for k in cap)
             captured = self.emitted.captured(rt.gate_site, mask, [_as_i64(cap.get(k, 0)) for k in range(slots)])
-        return base.returned(self.program, value, rt.gate_site, captured, self.name)
+        opened = rt.files_opened
+        return base.returned(self.program, value, rt.gate_site, captured, self.name,
+                             None if opened is None else tuple(opened))
 
     # ---- the Python API ----
     def _error(self, exc: BaseException) -> NxRuntimeError:
