@@ -160,3 +160,18 @@ def test_one_letter_names_are_not_suggested_for_one_another(tmp_path):
 def test_a_variable_named_for_is_not_a_c_loop(tmp_path):
     text = "func f() -> i64 {\n    var for: i64 = 0\n    for = 3 3\n    return for\n}\n"
     assert first_error(text, tmp_path).startswith("3:13: error: unexpected an integer literal '3'")
+
+
+def test_the_stub_hint_names_the_importing_module_after_earlier_imports(tmp_path):
+    # two bundled imports load (and read) other modules first: the hint must
+    # still name the module whose import failed, not the last one read
+    path = tmp_path / "port.nx"
+    path.write_text('import "nx_f32.nx"\nimport "nx_f32_div.nx"\nimport "nx_gone.nx"\n', encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        check_file(str(path), diags=Diagnostics())
+    (d,) = info.value.diagnostics
+    assert d.message.startswith('cannot find module "nx_gone.nx"')
+    hint = d.notes[-1].message
+    assert hint.startswith("'nxc port --stubs ") and hint.endswith(
+        "port.nx' lists what it uses from \"nx_gone.nx\", with signatures, and writes a stub"), hint
+    assert "nx_src" not in hint

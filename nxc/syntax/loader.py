@@ -284,7 +284,10 @@ def load_program(path: str, include: list[str] | None = None,
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")
                 _add_chain_notes(d, chain)
-                d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {src.display}' lists what it uses from "
+                # the importing module's name: `src` is the last module read,
+                # a dependency when this frame resumes after its earlier imports
+                importer = by_path[real].source.display
+                d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {importer}' lists what it uses from "
                                                       f"\"{imp.path}\", with signatures, and writes a stub"))
                 continue
             if found not in edges.setdefault(real, []):
