@@ -270,3 +270,69 @@ def test_a_page_longer_than_it_states_is_an_error():
 def test_blank_lines_between_pasted_pages_are_allowed(seed_pages):
     pages, error = split_pages("\n\n".join(seed_pages.values()) + "\n\n", "both")
     assert error is None and [restore(p).encode() for p in pages] == [bundled(n) for n in SEED_NAMES]
+
+
+STUB_USES_OTHER_TYPES = textwrap.dedent("""\
+    import "nx_tier.nx"
+    import "nx_f32_linear.nx"
+    import "nx_gone.nx"
+
+    struct Local { k: i64 }
+
+    func f(w: *NxWeight, n: nx_int, l: *Local) -> nx_int {
+        let c: *NxGoneCfg = nx_gone_cfg()
+        let h: i64 = c.hidden
+        let q: i32 = c.heads
+        let r: nx_int = nx_gone_count(n, l)
+        return nx_gone_apply(w, n) + h + (q as i64) + r
+    }
+    """)
+
+
+def test_a_stub_imports_the_modules_whose_types_it_names_and_checks_on_its_own(tmp_path, capsys):
+    (tmp_path / "port.nx").write_text(STUB_USES_OTHER_TYPES, encoding="utf-8")
+    assert main(["port", str(tmp_path / "port.nx"), "--stubs"]) == 0
+    assert "port.nx: checks (against stubs)" in capsys.readouterr().out
+    stub = (tmp_path / "nx_gone.nx").read_text()
+    # NxWeight from nx_f32_linear.nx, nx_int from nx_tier.nx; a pointer to the
+    # ported module's own type is *void (importing port.nx would be a cycle)
+    assert "func nx_gone_apply(w: *NxWeight, n: i64) -> i64 {" in stub
+    assert "func nx_gone_count(n: i64, l: *void) -> nx_int {" in stub
+    imports = [line for line in stub.splitlines() if line.startswith("import ")]
+    assert sorted(imports) == ['import "nx_f32_linear.nx"', 'import "nx_tier.nx"']
+    check_file(str(tmp_path / "nx_gone.nx"), diags=Diagnostics())      # raises if the stub does not check
+    assert main(["check", str(tmp_path / "nx_gone.nx")]) == 0
+
+
+def test_a_stub_struct_is_marked_and_reported_as_a_guessed_field_order(tmp_path, capsys):
+    (tmp_path / "port.nx").write_text(STUB_USES_OTHER_TYPES, encoding="utf-8")
+    assert main(["port", str(tmp_path / "port.nx"), "--stubs"]) == 0
+    out = capsys.readouterr().out
+    assert "    struct NxGoneCfg { hidden: i64, heads: i32 }   [first use 8:13]\n" \
+           "        warning: field order guessed (the order of first use)" in out
+    stub = (tmp_path / "nx_gone.nx").read_text()
+    assert ("// nxc-stub: field order guessed: first use in port.nx; the real layout may order them otherwise "
+            "and have more fields\nstruct NxGoneCfg {") in stub
+
+
+def test_nxc_test_reports_a_stub_as_a_stub_in_text_json_and_junit(tmp_path, capsys):
+    import json
+    import xml.etree.ElementTree as ET
+    (tmp_path / "port.nx").write_text(STUB_USES_OTHER_TYPES, encoding="utf-8")
+    assert main(["port", str(tmp_path / "port.nx"), "--stubs"]) == 0
+    capsys.readouterr()
+    junit = tmp_path / "out.xml"
+    assert main(["test", str(tmp_path), "--no-cache", "--junit-xml", str(junit)]) == 0
+    out = capsys.readouterr().out
+    assert "(0 gates, 1 library, 1 stub)" in out
+    stub_line = next(line for line in out.splitlines() if "nx_gone.nx" in line and line.startswith("["))
+    assert "] STUB " in stub_line and "nxc port --stubs" in stub_line
+    assert out.rstrip().splitlines()[-1].startswith("1 passed, 0 failed, 1 stub in ")
+    case = next(c for c in ET.parse(junit).getroot().iter("testcase") if c.get("name").endswith("nx_gone.nx"))
+    assert case.find("skipped") is not None and case.find("skipped").get("message").startswith("STUB")
+    assert ET.parse(junit).getroot().find("testsuite").get("skipped") == "1"
+    assert main(["test", str(tmp_path), "--json"]) == 0        # from the results cache this time
+    events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (result,) = [e for e in events if e["event"] == "result" and e["path"].endswith("nx_gone.nx")]
+    assert result["kind"] == "stub" and result["cached"]
+    assert events[-1]["stubs"] == 1 and events[-1]["passed"] == 1

@@ -136,7 +136,7 @@ def unit_passed_before(key: str) -> dict | None:
             data = json.loads(f.read().decode("utf-8", "surrogateescape"))
     except (OSError, ValueError):
         return None
-    if not (isinstance(data, dict) and data.get("kind") in ("gate", "library")
+    if not (isinstance(data, dict) and data.get("kind") in ("gate", "library", "stub")
             and isinstance(data.get("warnings"), list) and all(isinstance(w, str) for w in data["warnings"])):
         return None
     if data["warnings"] and data.get("cwd") != os.getcwd():

@@ -151,12 +151,22 @@ def _port_check(path: str, args) -> int:
             print(f"{display_path(path)}: {len(report.missing)} missing module"
                   f"{'s' if len(report.missing) != 1 else ''}; --stubs writes stand-ins so it can be checked")
             return EXIT_FAIL
-        for stub_path, how in write_stubs(report, os.path.dirname(path), args.force):
+        written = write_stubs(report, os.path.dirname(path), args.force)
+        for stub_path, how in written:
             if how == "exists":
                 print(f"nxc: error: {display_path(stub_path)} exists and is not this stub; not overwritten "
                       "(--force to overwrite)", file=sys.stderr)
                 return EXIT_FAIL
             print(f"wrote stub {display_path(stub_path)}")
+        for stub_path, _ in written:
+            # each stub on its own, as `nxc check` and `nxc test` will take it
+            try:
+                check_file(stub_path, args.include, Diagnostics(warnings=False))
+            except CompileError as exc:
+                _render_errors(exc.diagnostics)
+                print(f"nxc: error: the stub {display_path(stub_path)} does not check on its own (this is a bug "
+                      "in nxc port; edit the stub by hand)", file=sys.stderr)
+                return EXIT_FAIL
     diags = Diagnostics()
     try:
         check_file(path, args.include, diags)
