@@ -98,3 +98,27 @@ def test_check_and_run_take_folders(tmp_path, capsys):
     assert main(["run", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"FAIL {tmp_path / 'b.nx'}" in err and f"PASS {tmp_path / 'a.nx'}" in err
+
+
+def test_info_where_lists_the_modules_that_define_a_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["info", "--where", "nx_f32_rsqrt"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1
+    assert out[0].endswith('nx_src/nx_f32_math.nx:135: func nx_f32_rsqrt(x: i64) -> i64   (import "nx_f32_math.nx")')
+    (tmp_path / "nx_mine.nx").write_text("struct NxMine {\n    a: i64\n}\n", encoding="utf-8")
+    assert main(["info", "--where", "NxMine", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data == {"name": "NxMine", "definitions": [
+        {"module": "nx_mine.nx", "path": "nx_mine.nx", "line": 1, "column": 8, "kind": "struct",
+         "declaration": "struct NxMine", "import": 'import "nx_mine.nx"'}]}
+
+
+def test_info_where_a_name_nothing_defines_exits_1_and_says_where_it_looked(tmp_path, capsys):
+    module = tmp_path / "m.nx"
+    module.write_text("const A: i64 = 1\n", encoding="utf-8")
+    assert main(["info", "--where", "nx_nowhere_at_all", str(module)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("nxc: error: no module on the search path defines 'nx_nowhere_at_all'; looked in:")
+    assert os.path.basename(BUNDLED) in err
+    assert main(["info"]) == 2

@@ -36,6 +36,9 @@ class ModuleGraph:
     # Each module's import closure, computed once per graph by its first user
     # (nxc/backend/c/closure.py); not part of the graph's value.
     closures: object = field(default=None, compare=False, repr=False)
+    # The -I folders it was loaded with: an undefined name's hint looks for
+    # the module that defines it along the same search path.
+    include: list[str] = field(default_factory=list, compare=False, repr=False)
 
 
 def search_path(include: list[str] | None = None) -> list[str]:
@@ -302,7 +305,7 @@ def load_program(path: str, include: list[str] | None = None,
             stack.pop()
 
     diags.raise_if_errors()
-    return ModuleGraph(by_path[root_path], order, chains, edges)
+    return ModuleGraph(by_path[root_path], order, chains, edges, include=list(include or ()))
 
 
 def _add_chain_notes(d, chain: list[Pos]) -> None:

@@ -40,8 +40,14 @@ def add_tool_parsers(sub, add_include) -> None:
 
     i = sub.add_parser("info", help="what a module defines: header, imports, signatures, layouts, gate checks",
                        description="Describe MODULE: header metadata, size, imports, functions with signatures "
-                                   "and doc comments, constants, struct layouts, and the gate's checks.")
-    i.add_argument("module", metavar="MODULE")
+                                   "and doc comments, constants, struct layouts, and the gate's checks. With "
+                                   "--where NAME: which modules on the search path (MODULE's folder, or the "
+                                   "current one; -I, NXPATH, the bundled nx_src/) define NAME, and the import "
+                                   "that brings each in.")
+    i.add_argument("module", metavar="MODULE", nargs="?")
+    i.add_argument("--where", metavar="NAME",
+                   help="list the modules on the search path that define NAME (function, struct, type, constant, "
+                        "global), with file:line; exit 1 if none does")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     add_include(i)
 
@@ -250,6 +256,11 @@ def cmd_fmt(args) -> int:
 def cmd_info(args) -> int:
     from nxc.diagnostics import CompileError
     from nxc.tools.info import module_info, render, render_json
+    if args.where is not None:
+        return _info_where(args)
+    if args.module is None:
+        print("nxc: error: nxc info needs a MODULE to describe, or --where NAME", file=sys.stderr)
+        return EXIT_USAGE
     try:
         info = module_info(args.module, args.include)
     except CompileError as exc:
@@ -257,6 +268,27 @@ def cmd_info(args) -> int:
         return EXIT_FAIL
     print(render_json(info) if args.json else render(info))
     return EXIT_OK
+
+
+def _info_where(args) -> int:
+    """`nxc info --where NAME [MODULE]`: the definitions of NAME on the search
+    path of a module in MODULE's folder (default: the current folder)."""
+    import json
+    from nxc.check.defined_where import definitions_of, search_folders
+    from nxc.diagnostics import display_path
+    folder = os.path.dirname(os.path.abspath(args.module)) if args.module else os.getcwd()
+    found = definitions_of(args.where, folder, args.include)
+    if args.json:
+        print(json.dumps({"name": args.where, "definitions": [
+            {"module": d.import_name, "path": display_path(d.path), "line": d.line, "column": d.col, "kind": d.kind,
+             "declaration": d.detail, "import": f'import "{d.import_name}"'} for d in found]}, indent=2))
+    elif found:
+        for d in found:
+            print(f"{d.where}: {d.detail}   (import \"{d.import_name}\")")
+    else:
+        looked = "".join(f"\n  {display_path(f)}" for f in search_folders(folder, args.include))
+        print(f"nxc: error: no module on the search path defines '{args.where}'; looked in:{looked}", file=sys.stderr)
+    return EXIT_OK if found else EXIT_FAIL
 
 
 TOOL_COMMANDS = {"port": cmd_port, "fmt": cmd_fmt, "info": cmd_info}
