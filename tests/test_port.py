@@ -75,8 +75,8 @@ def test_a_line_whose_text_begins_with_a_digit():
     module = "".join(f"// line {i}\n" for i in range(1, 18)) + "const K: i64 = 0x10 +\n0x0001\n"
     page = page_of("nx_k.nx", module)
     assert "\n190x0001" in page
-    (p,), error = split_pages(page, "k.page.txt")
-    assert error is None and p.body[18] == "0x0001"
+    (p,), errors = split_pages(page, "k.page.txt")
+    assert errors == [] and p.body[18] == "0x0001"
     assert restore(p) == module
 
 
@@ -262,14 +262,14 @@ def test_a_missing_name_assigned_to_is_a_global_variable(tmp_path, capsys):
 
 def test_a_page_longer_than_it_states_is_an_error():
     page = page_of("nx_l.nx", "const A: i64 = 1\nconst B: i64 = 2\n").replace("· 2 lines", "· 1 lines")
-    pages, error = split_pages(page, "l.page.txt")
+    pages, (error,) = split_pages(page, "l.page.txt")
     assert [p.name for p in pages] == ["nx_l.nx"]
     assert str(error) == "l.page.txt:4: error: nx_l.nx: the page states 1 line but line 2 follows"
 
 
 def test_blank_lines_between_pasted_pages_are_allowed(seed_pages):
-    pages, error = split_pages("\n\n".join(seed_pages.values()) + "\n\n", "both")
-    assert error is None and [restore(p).encode() for p in pages] == [bundled(n) for n in SEED_NAMES]
+    pages, errors = split_pages("\n\n".join(seed_pages.values()) + "\n\n", "both")
+    assert errors == [] and [restore(p).encode() for p in pages] == [bundled(n) for n in SEED_NAMES]
 
 
 STUB_USES_OTHER_TYPES = textwrap.dedent("""\

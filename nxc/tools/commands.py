@@ -94,7 +94,7 @@ def _is_page(path: str) -> bool:
 
 def cmd_port(args) -> int:
     from nxc.diagnostics import display_path
-    from nxc.tools.port import read_pages, restore, write_module
+    from nxc.tools.port import PageError, comment_after_code_lines, read_pages, restore, write_module
     status = EXIT_OK
     restored = []
     for page_file in args.pages:
@@ -104,10 +104,23 @@ def cmd_port(args) -> int:
             print(f"{display_path(page_file)}: a module, not a page: nothing to restore")
             restored.append(page_file)
             continue
-        pages, error = read_pages(page_file, sys.stdin)
-        for page in pages:
-            size_line = (f"{page.name}: {len(page.body)} lines, {len(restore(page).encode('utf-8'))} B restored "
-                         f"(page: {page.bytes} B)")
+        pages, errors = read_pages(page_file, sys.stdin)
+        # each page's outcome in input order: a broken page does not hide the ones after it
+        for page in sorted(pages + errors, key=lambda x: x.line if isinstance(x, PageError) else x.first_line):
+            if isinstance(page, PageError):
+                print(str(page) + "; nothing written for that module", file=sys.stderr)
+                status = EXIT_FAIL
+                continue
+            for warning in page.warnings:
+                print(warning, file=sys.stderr)
+            size = len(restore(page).encode("utf-8"))
+            size_line = f"{page.name}: {len(page.body)} lines, {size} B restored (page: {page.bytes} B)"
+            aligned = comment_after_code_lines(page) if size < page.bytes else []
+            # after the size line, which it explains
+            aligned_note = "" if not aligned else (
+                f"\n  the page collapsed runs of spaces inside lines, which are not restored; comments after "
+                f"code, likely aligned in the original, are on line{'s' if len(aligned) != 1 else ''} "
+                + ", ".join(map(str, aligned)))
             path = os.path.join(args.output, page.name)
             if args.check:
                 try:
@@ -128,11 +141,8 @@ def cmd_port(args) -> int:
                 status = EXIT_FAIL
                 continue
             note = " (unchanged)" if result.status == "unchanged" else ""
-            print(f"{size_line} -> {display_path(path)}{note}")
+            print(f"{size_line} -> {display_path(path)}{note}{aligned_note}")
             restored.append(path)
-        if error is not None:
-            print(str(error) + "; nothing written for that module", file=sys.stderr)
-            status = EXIT_FAIL
     if args.check:
         return status
     for path in restored:
