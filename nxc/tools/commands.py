@@ -199,7 +199,7 @@ def _port_check(path: str, args) -> int:
 def cmd_fmt(args) -> int:
     from nxc.diagnostics import CompileError, Diagnostics, SourceFile, display_path
     from nxc.syntax.loader import read_source
-    from nxc.tools.fmt import format_source
+    from nxc.tools.fmt import format_source, mixed_line_ends
     if "-" in args.paths:
         if len(args.paths) != 1:
             print("nxc: error: '-' (stdin) cannot be combined with other paths", file=sys.stderr)
@@ -239,7 +239,8 @@ def cmd_fmt(args) -> int:
             _render_errors(exc.diagnostics)
             status = EXIT_FAIL
             continue
-        if out == src.text:
+        mixed = mixed_line_ends(path)
+        if out == src.text and mixed is None:
             continue
         changed += 1
         shown = display_path(path)
@@ -248,7 +249,7 @@ def cmd_fmt(args) -> int:
                                                        shown, shown + " (formatted)"))
         if args.check or args.diff:
             if args.check:
-                print(f"{shown}: not formatted", file=sys.stderr)
+                print(f"{shown}: not formatted" + (f" (mixed line ends: {mixed})" if mixed else ""), file=sys.stderr)
                 status = EXIT_FAIL
             continue
         with open(path, "w", encoding="utf-8", newline="") as fh:
