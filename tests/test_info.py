@@ -66,7 +66,8 @@ def test_info_json_of_a_module_with_structs_and_docs(tmp_path, capsys):
     assert [m["name"] for m in info["transitive_imports"]] == ["nx_tier.nx"]
     assert info["transitive_imports"][0]["path"].endswith("nx_tier.nx")
     assert info["consts"] == [{"name": "NX_M_K", "type": "i64", "value": 18, "line": 9}]
-    assert info["structs"] == [{"name": "NxM", "size": 24, "align": 8, "line": 11, "fields": [
+    assert info["structs"] == [{"name": "NxM", "size": 24, "align": 8, "line": 11, "guessed_order": False,
+                                "fields": [
         {"name": "a", "type": "i32", "offset": 0}, {"name": "p", "type": "*i64", "offset": 8},
         {"name": "b", "type": "i8", "offset": 16}]}]
     add, noop = info["functions"]
@@ -122,3 +123,16 @@ def test_info_where_a_name_nothing_defines_exits_1_and_says_where_it_looked(tmp_
     assert err.startswith("nxc: error: no module on the search path defines 'nx_nowhere_at_all'; looked in:")
     assert os.path.basename(BUNDLED) in err
     assert main(["info"]) == 2
+
+
+def test_info_says_a_stub_structs_field_order_is_guessed(tmp_path, capsys):
+    (tmp_path / "port.nx").write_text('import "nx_gone.nx"\nfunc f(c: *Cfg) -> i64 {\n    return c.b + c.a\n}\n',
+                                      encoding="utf-8")
+    assert main(["port", str(tmp_path / "port.nx"), "--stubs"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "nx_gone.nx")]) == 0
+    assert "  struct Cfg: size 16, align 8 (a stub's: field order guessed, not the real layout)" in \
+        capsys.readouterr().out
+    assert main(["info", str(tmp_path / "nx_gone.nx"), "--json"]) == 0
+    (cfg,) = json.loads(capsys.readouterr().out)["structs"]
+    assert cfg["guessed_order"] is True and [f["name"] for f in cfg["fields"]] == ["b", "a"]

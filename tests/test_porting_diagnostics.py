@@ -185,8 +185,10 @@ def all_errors(text: str, tmp_path, name: str = "port.nx", include=None) -> list
     path.write_text(text, encoding="utf-8")
     with pytest.raises(CompileError) as info:
         check_file(str(path), include, diags=Diagnostics())
-    return ["\n".join(f"{os.path.basename(n.pos.file.path) if n.pos else ''}:{n.pos.line if n.pos else 0}: {n.severity}: "
-                      f"{n.message}" for n in [d, *d.notes]) for d in info.value.diagnostics]
+    def one(n) -> str:
+        where = f"{os.path.basename(n.pos.file.path)}:{n.pos.line}" if n.pos else ":0"
+        return f"{where}: {n.severity}: {n.message}"
+    return ["\n".join(one(n) for n in [d, *d.notes]) for d in info.value.diagnostics]
 
 
 def test_a_name_a_bundled_module_defines_names_the_module_to_import(tmp_path):

@@ -106,6 +106,8 @@ _LINE_COMMENT = re.compile(r"//[^\n]*")
 _MAIN = re.compile(r"^[ \t]*func[ \t]+main[ \t]*\(", re.M)
 # The comment `nxc port --stubs` writes into a stub (nxc/tools/stubs.py).
 STUB_MARK = "// nxc-stub:"
+# ... and above each stub struct (`nxc info` says its layout is a guess).
+GUESSED_ORDER = STUB_MARK + " field order guessed"
 _STUB = re.compile("^" + re.escape(STUB_MARK), re.M)
 
 

@@ -262,7 +262,8 @@ def summary_event(results: list[Result], elapsed: float, not_run: int, interrupt
                 counts[many.replace(" ", "_")] += 1
     stubs = sum(is_stub(r) for r in results)
     counts["passed"] -= stubs
-    return {"event": "summary", **counts, "stubs": stubs, "results": len(results), "items": sum(r.covers for r in results),
+    return {"event": "summary", **counts, "stubs": stubs, "results": len(results),
+            "items": sum(r.covers for r in results),
             "cached": sum(r.cached for r in results), "warnings": sum(len(r.warnings) for r in results),
             "not_run": not_run, "interrupted": interrupted, "stopped_early": stopped_early,
             "passed_all": bool(results) and not not_run and all(r.passed for r in results),

@@ -22,7 +22,7 @@ from nxc.check.consts import is_literal_expr
 from nxc.check.program import Info
 from nxc.check.types import BUILTIN_TYPES, PointerType, StructType
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
-from nxc.gates.collect import STUB_MARK
+from nxc.gates.collect import GUESSED_ORDER, STUB_MARK
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, load_program, read_source, resolve_import
 from nxc.syntax.parse import parse_source
@@ -425,7 +425,7 @@ def stub_text(m: MissingModule, root: ast.Module) -> str:
     for st in m.structs.values():
         fields = [f"    {name}: {slot.text}" + ("" if slot.pinned else f"  // STUB: type not pinned, {ASSUMED} assumed")
                   for name, slot in st.fields.items()] or ["    _stub_unused: i64  // STUB: no field is accessed"]
-        out += [f"{STUB_MARK} field order guessed: first use in {stem}; the real layout may order them "
+        out += [f"{GUESSED_ORDER}: first use in {stem}; the real layout may order them "
                 "otherwise and have more fields",
                 f"struct {st.name} {{", *fields, "}", ""]
     for c in m.consts.values():
