@@ -429,3 +429,10 @@ def test_the_lines_whose_aligned_comments_the_page_collapsed_are_named(tmp_path,
     assert "nx_al.nx: 4 lines, 76 B restored (page: 80 B)" in out
     assert ("\n  the page collapsed runs of spaces inside lines, which are not restored; comments after code, "
             "likely aligned in the original, are on lines 1, 2\n") in out
+
+
+def test_a_short_page_does_not_swallow_the_next_pages_header():
+    short = page_of("nx_s.nx", "const A: i64 = 1\nconst B: i64 = 2\n").replace("· 2 lines", "· 3 lines")
+    pages, (error,) = split_pages(short + "\n" + page_of("nx_t.nx", "const T: i64 = 1\n"), "st.txt")
+    assert str(error) == "st.txt:5: error: nx_s.nx: the page states 3 lines but the next page starts after line 2"
+    assert [p.name for p in pages] == ["nx_t.nx"]

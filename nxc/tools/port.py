@@ -83,7 +83,8 @@ def split_pages(text: str, origin: str) -> tuple[list[Page], list[PageError]]:
             _note_changes(page, range(start, start + 2 + page.lines), crlf, nbsp, len(raw))
         except PageError as exc:
             errors.append(exc)
-            i = _next_page_start(raw, max(exc.line, i + 1))
+            # from the error's own line: it may be the next page's header (a short page)
+            i = _next_page_start(raw, max(exc.line - 1, i + 1))
     if not pages and not errors:
         errors.append(PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')"))
     return pages, errors
@@ -180,6 +181,9 @@ def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
                                        f"line {number - 1}")
         line = raw[j]
         prefix = str(number)
+        if _HEADER.match(line.strip()) and j + 1 < len(raw) and _META.match(raw[j + 1].strip()):
+            raise PageError(origin, j + 1, f"{page.name}: the page states {_lines(page.lines)} but the next page "
+                                           f"starts after line {number - 1}")
         following = raw[j + 1] if number < page.lines and j + 1 < len(raw) else None
         gap = _gap(line, number, page.lines, following)
         if gap is not None:
