@@ -61,7 +61,7 @@ def split_pages(text: str, origin: str) -> tuple[list[Page], list[PageError]]:
     # turns some spaces into non-breaking ones: both are read as what they
     # stand for (LF, a space), and each page that had them says so.
     crlf = {k for k, line in enumerate(raw) if line.endswith("\r")}
-    nbsp = {k: raw[k].count(ch) for k in range(len(raw)) for ch in NBSP if ch in raw[k]}
+    nbsp = {k: len(_NBSP.findall(line)) for k, line in enumerate(raw) if _NBSP.search(line)}
     for k in crlf:
         raw[k] = raw[k][:-1]
     for k in nbsp:
