@@ -66,7 +66,8 @@ def test_info_json_of_a_module_with_structs_and_docs(tmp_path, capsys):
     assert [m["name"] for m in info["transitive_imports"]] == ["nx_tier.nx"]
     assert info["transitive_imports"][0]["path"].endswith("nx_tier.nx")
     assert info["consts"] == [{"name": "NX_M_K", "type": "i64", "value": 18, "line": 9}]
-    assert info["structs"] == [{"name": "NxM", "size": 24, "align": 8, "line": 11, "fields": [
+    assert info["structs"] == [{"name": "NxM", "size": 24, "align": 8, "line": 11, "guessed_order": False,
+                                "fields": [
         {"name": "a", "type": "i32", "offset": 0}, {"name": "p", "type": "*i64", "offset": 8},
         {"name": "b", "type": "i8", "offset": 16}]}]
     add, noop = info["functions"]
@@ -98,3 +99,40 @@ def test_check_and_run_take_folders(tmp_path, capsys):
     assert main(["run", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert f"FAIL {tmp_path / 'b.nx'}" in err and f"PASS {tmp_path / 'a.nx'}" in err
+
+
+def test_info_where_lists_the_modules_that_define_a_name(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["info", "--where", "nx_f32_rsqrt"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 1
+    assert out[0].endswith('nx_src/nx_f32_math.nx:135: func nx_f32_rsqrt(x: i64) -> i64   (import "nx_f32_math.nx")')
+    (tmp_path / "nx_mine.nx").write_text("struct NxMine {\n    a: i64\n}\n", encoding="utf-8")
+    assert main(["info", "--where", "NxMine", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data == {"name": "NxMine", "definitions": [
+        {"module": "nx_mine.nx", "path": "nx_mine.nx", "line": 1, "column": 8, "kind": "struct",
+         "declaration": "struct NxMine", "import": 'import "nx_mine.nx"'}]}
+
+
+def test_info_where_a_name_nothing_defines_exits_1_and_says_where_it_looked(tmp_path, capsys):
+    module = tmp_path / "m.nx"
+    module.write_text("const A: i64 = 1\n", encoding="utf-8")
+    assert main(["info", "--where", "nx_nowhere_at_all", str(module)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("nxc: error: no module on the search path defines 'nx_nowhere_at_all'; looked in:")
+    assert os.path.basename(BUNDLED) in err
+    assert main(["info"]) == 2
+
+
+def test_info_says_a_stub_structs_field_order_is_guessed(tmp_path, capsys):
+    (tmp_path / "port.nx").write_text('import "nx_gone.nx"\nfunc f(c: *Cfg) -> i64 {\n    return c.b + c.a\n}\n',
+                                      encoding="utf-8")
+    assert main(["port", str(tmp_path / "port.nx"), "--stubs"]) == 0
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "nx_gone.nx")]) == 0
+    assert "  struct Cfg: size 16, align 8 (a stub's: field order guessed, not the real layout)" in \
+        capsys.readouterr().out
+    assert main(["info", str(tmp_path / "nx_gone.nx"), "--json"]) == 0
+    (cfg,) = json.loads(capsys.readouterr().out)["structs"]
+    assert cfg["guessed_order"] is True and [f["name"] for f in cfg["fields"]] == ["b", "a"]

@@ -2,6 +2,8 @@
 .nx form), not a generic parser error: each case is the exact text."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
@@ -107,9 +109,10 @@ def test_arrow_of_a_return_type_is_untouched(tmp_path):
 
 
 def test_undefined_name_is_not_matched_to_a_very_different_name(tmp_path):
+    # (a name no module on the search path defines: nx_f32_rms_norm.nx defines nx_f32_rmsnorm)
     text = ("func nx_f32_min(a: i64, b: i64) -> i64 { return a }\n"
-            "func f() -> i64 {\n    return nx_f32_rmsnorm(1, 2)\n}\n")
-    assert first_error(text, tmp_path) == "3:12: error: undefined name 'nx_f32_rmsnorm'"
+            "func f() -> i64 {\n    return nx_f32_layer_norm(1, 2)\n}\n")
+    assert first_error(text, tmp_path) == "3:12: error: undefined name 'nx_f32_layer_norm'"
 
 
 def test_undefined_name_still_suggests_a_near_miss(tmp_path):
@@ -160,3 +163,84 @@ def test_one_letter_names_are_not_suggested_for_one_another(tmp_path):
 def test_a_variable_named_for_is_not_a_c_loop(tmp_path):
     text = "func f() -> i64 {\n    var for: i64 = 0\n    for = 3 3\n    return for\n}\n"
     assert first_error(text, tmp_path).startswith("3:13: error: unexpected an integer literal '3'")
+
+
+def test_the_stub_hint_names_the_importing_module_after_earlier_imports(tmp_path):
+    # two bundled imports load (and read) other modules first: the hint must
+    # still name the module whose import failed, not the last one read
+    path = tmp_path / "port.nx"
+    path.write_text('import "nx_f32.nx"\nimport "nx_f32_div.nx"\nimport "nx_gone.nx"\n', encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        check_file(str(path), diags=Diagnostics())
+    (d,) = info.value.diagnostics
+    assert d.message.startswith('cannot find module "nx_gone.nx"')
+    hint = d.notes[-1].message
+    assert hint.startswith("'nxc port --stubs ") and hint.endswith(
+        "port.nx' lists what it uses from \"nx_gone.nx\", with signatures, and writes a stub"), hint
+    assert "nx_src" not in hint
+
+
+def all_errors(text: str, tmp_path, name: str = "port.nx", include=None) -> list[str]:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(CompileError) as info:
+        check_file(str(path), include, diags=Diagnostics())
+    def one(n) -> str:
+        where = f"{os.path.basename(n.pos.file.path)}:{n.pos.line}" if n.pos else ":0"
+        return f"{where}: {n.severity}: {n.message}"
+    return ["\n".join(one(n) for n in [d, *d.notes]) for d in info.value.diagnostics]
+
+
+def test_a_name_a_bundled_module_defines_names_the_module_to_import(tmp_path):
+    # without the import, a near miss ('nx_f32_min', 'nx_f32_sqrt') must not be offered
+    text = ('import "nx_f32.nx"\nfunc f(a: i64, b: i64) -> i64 {\n'
+            "    return nx_f32_div(a, nx_f32_rsqrt(b))\n}\n")
+    div, rsqrt = all_errors(text, tmp_path)
+    assert div.splitlines()[0] == (":3: error: undefined name 'nx_f32_div'; defined in \"nx_f32_div.nx\": "
+                                   "add import \"nx_f32_div.nx\" (also defined in \"nx_f32_soft.nx\")").join(
+        ["port.nx", ""])
+    assert div.splitlines()[1] == "nx_f32_div.nx:13: note: 'nx_f32_div' is defined here"
+    assert rsqrt.splitlines()[0].endswith("undefined name 'nx_f32_rsqrt'; defined in \"nx_f32_math.nx\": "
+                                          "add import \"nx_f32_math.nx\"")
+    assert "did you mean" not in div + rsqrt
+
+
+def test_an_unknown_type_names_the_module_that_defines_it(tmp_path):
+    text = "func f(w: *NxWeight, n: nx_int) -> i64 {\n    return n\n}\n"
+    weight, tier = all_errors(text, tmp_path)
+    assert weight.splitlines()[0].endswith("unknown type 'NxWeight'; defined in \"nx_f32_linear.nx\": "
+                                           "add import \"nx_f32_linear.nx\"")
+    assert tier.splitlines()[0].endswith("unknown type 'nx_int'; defined in \"nx_tier.nx\": add import \"nx_tier.nx\"")
+
+
+def test_the_defining_module_is_found_in_the_importing_folder_and_on_include(tmp_path):
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "nx_helper.nx").write_text("func nx_helper_twice(x: i64) -> i64 {\n    return 2 * x\n}\n")
+    (tmp_path / "nx_local.nx").write_text("const NX_LOCAL_K: i64 = 3\n")
+    text = "func f() -> i64 {\n    return nx_helper_twice(NX_LOCAL_K)\n}\n"
+    # without -I lib the helper is not on the search path: no hint, no wrong module
+    first = all_errors(text, tmp_path)
+    assert first[0] == "port.nx:2: error: undefined name 'nx_helper_twice'"
+    assert first[1].splitlines()[0].endswith("undefined name 'NX_LOCAL_K'; defined in \"nx_local.nx\": "
+                                             "add import \"nx_local.nx\"")
+    helper, _ = all_errors(text, tmp_path, include=[str(lib)])
+    assert helper.splitlines()[0].endswith("undefined name 'nx_helper_twice'; defined in \"nx_helper.nx\": "
+                                           "add import \"nx_helper.nx\"")
+
+
+def test_an_edited_module_is_seen_by_the_next_hint(tmp_path):
+    # the answer is kept (in the module index and per process): an edit must not leave it stale
+    import os
+    import time
+    helper = tmp_path / "nx_helper.nx"
+    helper.write_text("func nx_old_name(x: i64) -> i64 {\n    return x\n}\n")
+    past = time.time_ns() - 10_000_000_000        # out of the racy window: the answer is kept
+    os.utime(helper, ns=(past, past))
+    text = "func f() -> i64 {\n    return nx_new_name(1)\n}\n"
+    (before,) = all_errors(text, tmp_path)
+    assert "defined in" not in before
+    helper.write_text("func nx_new_name(x: i64) -> i64 {\n    return x\n}\n")
+    os.utime(helper, ns=(past + 1_000_000_000, past + 1_000_000_000))
+    (after,) = all_errors(text, tmp_path)
+    assert after.splitlines()[0].endswith("defined in \"nx_helper.nx\": add import \"nx_helper.nx\"")

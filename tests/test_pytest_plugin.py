@@ -119,3 +119,14 @@ def test_unchecked_option(gates):
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "CRASH (SIGSEGV)" in out and "the checked build (run again to locate the crash) stopped at:" in out
+
+
+def test_a_stub_is_skipped_not_passed(pytester, monkeypatch):
+    # a module `nxc port --stubs` wrote compiles, but it is no pass: pytest shows it as skipped
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    (pytester.path / "nx_gone.nx").write_text(
+        "// nxc-stub: module written by `nxc port --stubs` (nxc test reports it as STUB)\n"
+        "func nx_gone_f() -> i64 {\n    return 0  // STUB: placeholder value\n}\n", encoding="utf-8")
+    result = pytester.runpytest(*plugin_args(), "-o", "nx_collect=always", "-rs", "nx_gone.nx")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*STUB: a stub written by 'nxc port --stubs'*"])

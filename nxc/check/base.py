@@ -14,6 +14,7 @@ import difflib
 from nxc.syntax import ast
 from nxc.diagnostics import Diagnostics
 from nxc.syntax.loader import ModuleGraph
+from nxc.check.defined_where import missing_import
 from nxc.check.suggest import suggest_undefined
 from nxc.check.consts import cast_allowed
 from nxc.check.program import Function, Gate, GateReturn, Info, Symbol
@@ -94,7 +95,10 @@ class CheckerBase(ast.NodeVisitor):
                 self.diags.error(e.pos, f"undefined name '{e.ident}'")
                 return None
             names = set(self.scope.all_names()) | {n for n, s in self.top.items() if s.kind not in ("type", "struct")}
-            self.diags.error(e.pos, f"undefined name '{e.ident}'" + suggest_undefined(e.ident, names, e.pos))
+            # a module on the search path that defines the very name: a missing import, not a typo
+            hint, notes = missing_import(e.ident, e.pos, self.graph.include, ("func", "extern", "const", "global"))
+            self.diags.error(e.pos, f"undefined name '{e.ident}'" + (hint or suggest_undefined(e.ident, names, e.pos)),
+                             notes)
             return None
         self.syms[e] = sym
         return sym

@@ -6,6 +6,7 @@ from __future__ import annotations
 from nxc.syntax import ast
 from nxc.diagnostics import Diagnostics, Pos
 from nxc.check.base import CheckerBase, Scope, kind_word, suggest
+from nxc.check.defined_where import missing_import
 from nxc.check.externs import externs
 from nxc.check.program import Function, Symbol
 from nxc.check.types import (BUILTIN_TYPES, I64, VOID, BoolType, FuncType, IntType, PointerType,
@@ -78,7 +79,9 @@ class DeclChecker(CheckerBase):
             self.diags.error(texpr.pos, f"'{name}' is a {kind_word(sym.kind)}, not a type")
             return None
         known = list(BUILTIN_TYPES) + list(self.structs) + list(self.aliases)
-        self.diags.error(texpr.pos, f"unknown type '{name}'" + suggest(name, known))
+        hint, notes = ("", []) if self.diags.saturated() else \
+            missing_import(name, texpr.pos, self.graph.include, ("struct", "type"))
+        self.diags.error(texpr.pos, f"unknown type '{name}'" + (hint or suggest(name, known)), notes)
         return None
 
     def alias_type(self, name: str, at: Pos) -> Type | None:

@@ -2,7 +2,9 @@
 
 Every `.nx` file under the given paths. A module with `func main() -> i64` is
 a gate; one without is a library module, which is an item too: it passes
-when it compiles. The kind is read from the text alone (no parse), which
+when it compiles. A library module that `nxc port --stubs` wrote (a line
+starting with STUB_MARK) is a stub: it is run as a library and reported as
+STUB, not as a pass, since its functions return placeholders. The kind is read from the text alone (no parse), which
 keeps collection fast; the front end confirms it when the item runs. `-k`
 selects items with pytest's keyword expressions.
 """
@@ -28,7 +30,7 @@ class Item:
     path: str               # absolute
     display: str            # as the user would type it
     backend: str
-    kind: str               # "gate" | "library" (from a quick look at the text; confirmed by the front end)
+    kind: str               # "gate" | "library" | "stub" (from a quick look at the text; confirmed by the front end)
     main_line: int = 0      # 1-based line of `func main`, 0 if none
 
 
@@ -102,10 +104,20 @@ def skipped_dir(parent: str, name: str) -> bool:
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _LINE_COMMENT = re.compile(r"//[^\n]*")
 _MAIN = re.compile(r"^[ \t]*func[ \t]+main[ \t]*\(", re.M)
+# The comment `nxc port --stubs` writes into a stub (nxc/tools/stubs.py).
+STUB_MARK = "// nxc-stub:"
+# ... and above each stub struct (`nxc info` says its layout is a guess).
+GUESSED_ORDER = STUB_MARK + " field order guessed"
+_STUB = re.compile("^" + re.escape(STUB_MARK), re.M)
+
+
+def library_kind(text: str) -> str:
+    """"stub" for a module `nxc port --stubs` wrote, else "library"."""
+    return "stub" if _STUB.search(text) else "library"
 
 
 def scan_kind(path: str) -> tuple[str, int]:
-    """("gate" | "library", line of `func main`), from the text alone (no parse).
+    """("gate" | "library" | "stub", line of `func main`), from the text alone (no parse).
 
     Collection stays fast (pytest-xdist collects on every worker); the front
     end confirms the kind when the item runs.
@@ -115,11 +127,12 @@ def scan_kind(path: str) -> tuple[str, int]:
             text = f.read()
     except OSError:
         return "library", 0
+    kind = library_kind(text)
     # Blank out comments but keep the line structure, so line numbers stay right.
     text = _BLOCK_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
     text = _LINE_COMMENT.sub("", text)
     m = _MAIN.search(text)
-    return ("gate", text.count("\n", 0, m.start()) + 1) if m else ("library", 0)
+    return ("gate", text.count("\n", 0, m.start()) + 1) if m else (kind, 0)
 
 
 def item_id(display: str, backend: str, backends) -> str:

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from nxc.diagnostics import ToolError, display_path
 from nxc.gates import report
-from nxc.gates.collect import Item, Unit
+from nxc.gates.collect import Item, Unit, library_kind
 from nxc.gates.protocol import Status
 
 
@@ -123,7 +123,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         return [internal_error(result(it, Status.INTERNAL_ERROR), exc, time.perf_counter() - start)
                 for it in unit.items]
     front_end = time.perf_counter() - start
-    kind = "gate" if program.entry is not None else "library"
+    kind = "gate" if program.entry is not None else library_kind(program.graph.root.source.text)
     modules = [m.source.path for m in program.graph.modules]
     if warnings and options.warnings_as_errors:
         r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), diags.warnings, front_end,
@@ -137,7 +137,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         t0 = time.perf_counter()
         r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
         try:
-            if kind == "library":
+            if kind != "gate":
                 compile_library(program, item.backend, options, r)
             else:
                 gate_result(program, item.backend, options, r)
@@ -225,7 +225,7 @@ def prepared_or_cached(program, backend_name: str, kind: str, options: Options, 
     found = results_cache.passed_before(key) if options.read_results else None
     if found is not None:
         r.cached, r.inputs = True, found        # its files were checked: recorded with it under the unit key
-        r.message = "compiles" if kind == "library" else ""
+        r.message = "compiles" if kind != "gate" else ""
         return None, None
     return emitted, key
 

@@ -73,7 +73,7 @@ def _cached_unit(unit: Unit, options: Options, index) -> list[Result] | None:
             return None
         item.kind = recorded["kind"]
         results.append(Result(item.id, item.display, item.kind, item.backend, Status.PASS, cached=True,
-                              message="compiles" if item.kind == "library" else "",
+                              message="compiles" if item.kind != "gate" else "",
                               warnings=list(recorded["warnings"]) if n == 0 else [],
                               modules=sorted(closure)))
     return results

@@ -41,6 +41,16 @@ SIGNAL_HINT = {
 }
 
 
+# A stub (`nxc port --stubs`, nxc/gates/collect.py) compiles, but its
+# functions return placeholders: shown as STUB (JUnit <skipped>), counted
+# apart from the passes, not a failure (exit 0).
+STUB_NOTE = "a stub written by 'nxc port --stubs': it compiles, its functions return placeholders; replace it"
+
+
+def is_stub(r) -> bool:
+    return r.passed and r.kind == "stub"
+
+
 # ------------------------------------------------------------------ one outcome
 def location(site: Site) -> str:
     """`path:line` of a site, the path as the user would type it."""
@@ -140,8 +150,11 @@ class Reporter:
             return
         modules = len({it.path for it in items})
         gates = len({it.path for it in items if it.kind == "gate"})
+        stubs = len({it.path for it in items if it.kind == "stub"})
+        libraries = modules - gates - stubs
         self.say(f"nxc test: {modules} module{'s' if modules != 1 else ''} ({gates} gate{'s' if gates != 1 else ''}, "
-                 f"{modules - gates} librar{'ies' if modules - gates != 1 else 'y'}), "
+                 f"{libraries} librar{'ies' if libraries != 1 else 'y'}"
+                 f"{f', {stubs} stub' + ('s' if stubs != 1 else '') if stubs else ''}), "
                  f"backend {'+'.join(options.backends)}, {workers} worker{'s' if workers != 1 else ''}, "
                  f"timeout {options.timeout:g} s{'' if options.use_cache else ', no cache'}"
                  f"{', soft f32' if options.soft_f32 else ''}")
@@ -152,17 +165,19 @@ class Reporter:
             self.say(json.dumps(r.to_json()))
             return
         if self.verbosity < 0:
-            self.say(LETTER.get(r.status, "?"), end="")
+            self.say("S" if is_stub(r) else LETTER.get(r.status, "?"), end="")
             self.letters_on_line += 1
             if self.letters_on_line >= 70 or self.done >= self.total:
                 self.say(f" [{self.done}/{self.total}]")
                 self.letters_on_line = 0
             return
-        what = r.message if not r.passed else ("library, compiles" if r.kind == "library" else "gate")
+        what = r.message if not r.passed else ("library, compiles" if r.kind == "library" else
+                                                STUB_NOTE if r.kind == "stub" else "gate")
         if r.warnings:
             n = len(r.warnings)
             what += f", {n} warning{'s' if n != 1 else ''}"
-        word = f"{r.status} (cached)" if r.cached else str(r.status)
+        word = "STUB" if is_stub(r) else str(r.status)
+        word = f"{word} (cached)" if r.cached else word
         line = f"[{self.done:{self.width}d}/{self.total}] {word:<13} {r.id}  {what} ({r.seconds:.2f}s)"
         if self.verbosity > 0:
             build = ("" if r.build_cached is None else
@@ -245,7 +260,10 @@ def summary_event(results: list[Result], elapsed: float, not_run: int, interrupt
         for status, _, many in SUMMARY:
             if r.status == status:
                 counts[many.replace(" ", "_")] += 1
-    return {"event": "summary", **counts, "results": len(results), "items": sum(r.covers for r in results),
+    stubs = sum(is_stub(r) for r in results)
+    counts["passed"] -= stubs
+    return {"event": "summary", **counts, "stubs": stubs, "results": len(results),
+            "items": sum(r.covers for r in results),
             "cached": sum(r.cached for r in results), "warnings": sum(len(r.warnings) for r in results),
             "not_run": not_run, "interrupted": interrupted, "stopped_early": stopped_early,
             "passed_all": bool(results) and not not_run and all(r.passed for r in results),
@@ -256,11 +274,15 @@ def summary_line(results: list[Result], elapsed: float | None = None) -> str:
     counts = {}
     for r in results:
         counts[r.status] = counts.get(r.status, 0) + 1
+    stubs = sum(is_stub(r) for r in results)
+    counts[S.PASS] = counts.get(S.PASS, 0) - stubs
     parts = []
     for status, one, many in SUMMARY:
         n = counts.get(status, 0)
         if n or status in (S.PASS, S.FAIL):
             parts.append(f"{n} {one if n == 1 else many}")
+    if stubs:
+        parts.append(f"{stubs} stub{'s' if stubs != 1 else ''}")
     text = ", ".join(parts)
     return text if elapsed is None else f"{text} in {elapsed:.2f}s"
 
@@ -276,9 +298,10 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
     results = sorted(results, key=lambda r: rank.get(r.id, 0))
     failures = sum(r.status in JUNIT_FAILURES for r in results)
     errors = sum(r.status in JUNIT_ERRORS for r in results)
+    stubs = sum(is_stub(r) for r in results)
     suites = ET.Element("testsuites")
     suite = ET.SubElement(suites, "testsuite", name=suite_name, tests=str(len(results)), failures=str(failures),
-                          errors=str(errors), skipped="0", time=f"{elapsed:.3f}")
+                          errors=str(errors), skipped=str(stubs), time=f"{elapsed:.3f}")
     for r in results:
         stem = os.path.splitext(r.path)[0].replace(os.sep, ".").lstrip(".")
         case = ET.SubElement(suite, "testcase", classname=stem, name=r.id, time=f"{r.seconds:.3f}")
@@ -286,6 +309,8 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
             tag = "error" if r.status in JUNIT_ERRORS else "failure"
             el = ET.SubElement(case, tag, message=xml_text(junit_message(r)), type=str(r.status))
             el.text = xml_text(r.report)
+        elif is_stub(r):            # compiles, yet stands for a module not there: not a pass
+            ET.SubElement(case, "skipped", message=f"STUB: {STUB_NOTE}")
         if r.output:
             ET.SubElement(case, "system-out").text = xml_text(r.output)
         if r.warnings:

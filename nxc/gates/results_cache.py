@@ -81,7 +81,7 @@ def unit_passed_before(key: str) -> dict | None:
     whose files are as they were; None when there is none (or the entry is not
     what this code writes: then it is not a pass)."""
     data = _read(key)
-    if not (data is not None and data.get("kind") in ("gate", "library")
+    if not (data is not None and data.get("kind") in ("gate", "library", "stub")
             and isinstance(data.get("warnings"), list) and all(isinstance(w, str) for w in data["warnings"])):
         return None
     if data["warnings"] and data.get("cwd") != os.getcwd():

@@ -36,6 +36,9 @@ class ModuleGraph:
     # Each module's import closure, computed once per graph by its first user
     # (nxc/backend/c/closure.py); not part of the graph's value.
     closures: object = field(default=None, compare=False, repr=False)
+    # The -I folders it was loaded with: an undefined name's hint looks for
+    # the module that defines it along the same search path.
+    include: list[str] = field(default_factory=list, compare=False, repr=False)
 
 
 def search_path(include: list[str] | None = None) -> list[str]:
@@ -284,7 +287,10 @@ def load_program(path: str, include: list[str] | None = None,
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")
                 _add_chain_notes(d, chain)
-                d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {src.display}' lists what it uses from "
+                # the importing module's name: `src` is the last module read,
+                # a dependency when this frame resumes after its earlier imports
+                importer = by_path[real].source.display
+                d.notes.append(Diagnostics.note(None, f"'nxc port --stubs {importer}' lists what it uses from "
                                                       f"\"{imp.path}\", with signatures, and writes a stub"))
                 continue
             if found not in edges.setdefault(real, []):
@@ -299,7 +305,7 @@ def load_program(path: str, include: list[str] | None = None,
             stack.pop()
 
     diags.raise_if_errors()
-    return ModuleGraph(by_path[root_path], order, chains, edges)
+    return ModuleGraph(by_path[root_path], order, chains, edges, include=list(include or ()))
 
 
 def _add_chain_notes(d, chain: list[Pos]) -> None:

@@ -436,6 +436,10 @@ def parse_source(src: SourceFile, diags: Diagnostics) -> ast.Module:
     return ast.Module(Pos(src, 1, 1), src, items, read_header(src.text))
 
 
+_SPACE_LIKE = {"\u00a0": "non-breaking space", "\u202f": "narrow non-breaking space", "\u2007": "figure space",
+               "\u200b": "zero-width space", "\u3000": "ideographic space", "\ufeff": "zero-width no-break space"}
+
+
 def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
     """(pos, message, notes) for a lexer or parser error, in the language's words."""
     if isinstance(exc, LexError):
@@ -445,6 +449,11 @@ def _syntax_error(src: SourceFile, exc: Exception, postlex: StatementEnds):
             return pos, "unterminated string (strings end on the same line)", []
         if ch == "/" and src.text.startswith("/*", exc.pos):
             return pos, "unterminated block comment '/*'", []
+        space = _SPACE_LIKE.get(ch)
+        if space is not None:
+            # a browser's copy of a page or a web editor leaves these for spaces
+            return pos, (f"stray character {ch!r} in program: a {space} (U+{ord(ch):04X}), not a space; "
+                         "replace it with a space ('nxc port' reads a page's as spaces)"), []
         return pos, f"stray character {ch!r} in program", []
     tok = exc.token
     at_end = tok.type == "$END"

@@ -40,8 +40,14 @@ def add_tool_parsers(sub, add_include) -> None:
 
     i = sub.add_parser("info", help="what a module defines: header, imports, signatures, layouts, gate checks",
                        description="Describe MODULE: header metadata, size, imports, functions with signatures "
-                                   "and doc comments, constants, struct layouts, and the gate's checks.")
-    i.add_argument("module", metavar="MODULE")
+                                   "and doc comments, constants, struct layouts, and the gate's checks. With "
+                                   "--where NAME: which modules on the search path (MODULE's folder, or the "
+                                   "current one; -I, NXPATH, the bundled nx_src/) define NAME, and the import "
+                                   "that brings each in.")
+    i.add_argument("module", metavar="MODULE", nargs="?")
+    i.add_argument("--where", metavar="NAME",
+                   help="list the modules on the search path that define NAME (function, struct, type, constant, "
+                        "global), with file:line; exit 1 if none does")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     add_include(i)
 
@@ -88,7 +94,7 @@ def _is_page(path: str) -> bool:
 
 def cmd_port(args) -> int:
     from nxc.diagnostics import display_path
-    from nxc.tools.port import read_pages, restore, write_module
+    from nxc.tools.port import PageError, comment_after_code_lines, read_pages, restore, write_module
     status = EXIT_OK
     restored = []
     for page_file in args.pages:
@@ -98,10 +104,23 @@ def cmd_port(args) -> int:
             print(f"{display_path(page_file)}: a module, not a page: nothing to restore")
             restored.append(page_file)
             continue
-        pages, error = read_pages(page_file, sys.stdin)
-        for page in pages:
-            size_line = (f"{page.name}: {len(page.body)} lines, {len(restore(page).encode('utf-8'))} B restored "
-                         f"(page: {page.bytes} B)")
+        pages, errors = read_pages(page_file, sys.stdin)
+        # each page's outcome in input order: a broken page does not hide the ones after it
+        for page in sorted(pages + errors, key=lambda x: x.line if isinstance(x, PageError) else x.first_line):
+            if isinstance(page, PageError):
+                print(str(page) + "; nothing written for that module", file=sys.stderr)
+                status = EXIT_FAIL
+                continue
+            for warning in page.warnings:
+                print(warning, file=sys.stderr)
+            size = len(restore(page).encode("utf-8"))
+            size_line = f"{page.name}: {len(page.body)} lines, {size} B restored (page: {page.bytes} B)"
+            aligned = comment_after_code_lines(page) if size < page.bytes else []
+            # after the size line, which it explains
+            aligned_note = "" if not aligned else (
+                f"\n  the page collapsed runs of spaces inside lines, which are not restored; comments after "
+                f"code, likely aligned in the original, are on line{'s' if len(aligned) != 1 else ''} "
+                + ", ".join(map(str, aligned)))
             path = os.path.join(args.output, page.name)
             if args.check:
                 try:
@@ -122,11 +141,8 @@ def cmd_port(args) -> int:
                 status = EXIT_FAIL
                 continue
             note = " (unchanged)" if result.status == "unchanged" else ""
-            print(f"{size_line} -> {display_path(path)}{note}")
+            print(f"{size_line} -> {display_path(path)}{note}{aligned_note}")
             restored.append(path)
-        if error is not None:
-            print(str(error) + "; nothing written for that module", file=sys.stderr)
-            status = EXIT_FAIL
     if args.check:
         return status
     for path in restored:
@@ -151,12 +167,22 @@ def _port_check(path: str, args) -> int:
             print(f"{display_path(path)}: {len(report.missing)} missing module"
                   f"{'s' if len(report.missing) != 1 else ''}; --stubs writes stand-ins so it can be checked")
             return EXIT_FAIL
-        for stub_path, how in write_stubs(report, os.path.dirname(path), args.force):
+        written = write_stubs(report, os.path.dirname(path), args.force)
+        for stub_path, how in written:
             if how == "exists":
                 print(f"nxc: error: {display_path(stub_path)} exists and is not this stub; not overwritten "
                       "(--force to overwrite)", file=sys.stderr)
                 return EXIT_FAIL
             print(f"wrote stub {display_path(stub_path)}")
+        for stub_path, _ in written:
+            # each stub on its own, as `nxc check` and `nxc test` will take it
+            try:
+                check_file(stub_path, args.include, Diagnostics(warnings=False))
+            except CompileError as exc:
+                _render_errors(exc.diagnostics)
+                print(f"nxc: error: the stub {display_path(stub_path)} does not check on its own (this is a bug "
+                      "in nxc port; edit the stub by hand)", file=sys.stderr)
+                return EXIT_FAIL
     diags = Diagnostics()
     try:
         check_file(path, args.include, diags)
@@ -173,7 +199,7 @@ def _port_check(path: str, args) -> int:
 def cmd_fmt(args) -> int:
     from nxc.diagnostics import CompileError, Diagnostics, SourceFile, display_path
     from nxc.syntax.loader import read_source
-    from nxc.tools.fmt import format_source
+    from nxc.tools.fmt import format_source, mixed_line_ends
     if "-" in args.paths:
         if len(args.paths) != 1:
             print("nxc: error: '-' (stdin) cannot be combined with other paths", file=sys.stderr)
@@ -213,7 +239,8 @@ def cmd_fmt(args) -> int:
             _render_errors(exc.diagnostics)
             status = EXIT_FAIL
             continue
-        if out == src.text:
+        mixed = mixed_line_ends(path)
+        if out == src.text and mixed is None:
             continue
         changed += 1
         shown = display_path(path)
@@ -222,7 +249,7 @@ def cmd_fmt(args) -> int:
                                                        shown, shown + " (formatted)"))
         if args.check or args.diff:
             if args.check:
-                print(f"{shown}: not formatted", file=sys.stderr)
+                print(f"{shown}: not formatted" + (f" (mixed line ends: {mixed})" if mixed else ""), file=sys.stderr)
                 status = EXIT_FAIL
             continue
         with open(path, "w", encoding="utf-8", newline="") as fh:
@@ -240,6 +267,11 @@ def cmd_fmt(args) -> int:
 def cmd_info(args) -> int:
     from nxc.diagnostics import CompileError
     from nxc.tools.info import module_info, render, render_json
+    if args.where is not None:
+        return _info_where(args)
+    if args.module is None:
+        print("nxc: error: nxc info needs a MODULE to describe, or --where NAME", file=sys.stderr)
+        return EXIT_USAGE
     try:
         info = module_info(args.module, args.include)
     except CompileError as exc:
@@ -247,6 +279,27 @@ def cmd_info(args) -> int:
         return EXIT_FAIL
     print(render_json(info) if args.json else render(info))
     return EXIT_OK
+
+
+def _info_where(args) -> int:
+    """`nxc info --where NAME [MODULE]`: the definitions of NAME on the search
+    path of a module in MODULE's folder (default: the current folder)."""
+    import json
+    from nxc.check.defined_where import definitions_of, search_folders
+    from nxc.diagnostics import display_path
+    folder = os.path.dirname(os.path.abspath(args.module)) if args.module else os.getcwd()
+    found = definitions_of(args.where, folder, args.include)
+    if args.json:
+        print(json.dumps({"name": args.where, "definitions": [
+            {"module": d.import_name, "path": display_path(d.path), "line": d.line, "column": d.col, "kind": d.kind,
+             "declaration": d.detail, "import": f'import "{d.import_name}"'} for d in found]}, indent=2))
+    elif found:
+        for d in found:
+            print(f"{d.where}: {d.detail}   (import \"{d.import_name}\")")
+    else:
+        looked = "".join(f"\n  {display_path(f)}" for f in search_folders(folder, args.include))
+        print(f"nxc: error: no module on the search path defines '{args.where}'; looked in:{looked}", file=sys.stderr)
+    return EXIT_OK if found else EXIT_FAIL
 
 
 TOOL_COMMANDS = {"port": cmd_port, "fmt": cmd_fmt, "info": cmd_info}

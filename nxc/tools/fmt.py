@@ -158,3 +158,20 @@ def format_source(src: SourceFile, diags: Diagnostics) -> str:
     (diagnostics.CompileError)."""
     parse_source(src, diags)
     return format_text(src.text)
+
+
+def mixed_line_ends(path: str) -> str | None:
+    """"1 CRLF, 2 LF" when the file at `path` ends its lines in more than one
+    way (None when it uses one, or cannot be read). The formatter works on
+    the text with its line ends made LF (diagnostics.normalise_line_ends),
+    so a mix would otherwise look formatted; it is written back with LF."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    crlf = raw.count(b"\r\n")
+    cr = raw.count(b"\r") - crlf
+    lf = raw.count(b"\n") - crlf
+    kinds = [(n, word) for n, word in ((crlf, "CRLF"), (lf, "LF"), (cr, "CR")) if n]
+    return ", ".join(f"{n} {word}" for n, word in kinds) if len(kinds) > 1 else None

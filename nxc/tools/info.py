@@ -13,6 +13,7 @@ import os
 
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics, display_path
+from nxc.gates.collect import GUESSED_ORDER
 from nxc.syntax.printer import signature
 from nxc.syntax import ast
 
@@ -71,6 +72,9 @@ def module_info(path: str, include: list[str] | None = None) -> dict:
     for st in program.structs:
         if st.pos is not None and st.pos.file is root.source:
             info["structs"].append({"name": st.name, "size": st.size, "align": st.align, "line": st.pos.line,
+                                    # a stub's struct: fields in the order of their first use (nxc/tools/stubs.py)
+                                    "guessed_order": st.pos.line >= 2 and
+                                    lines[st.pos.line - 2].startswith(GUESSED_ORDER),
                                     "fields": [{"name": f.name, "type": str(f.type), "offset": f.offset}
                                                for f in st.fields]})
     if program.entry is not None:
@@ -103,7 +107,8 @@ def render(info: dict) -> str:
         out.append(f"  {c['name']}: {c['type']} = {c['value']}" + (f" (0x{c['value']:X})" if c['value'] and c['value'] > 9 else ""))
     out.append(f"structs ({len(info['structs'])}):")
     for s in info["structs"]:
-        out.append(f"  struct {s['name']}: size {s['size']}, align {s['align']}")
+        out.append(f"  struct {s['name']}: size {s['size']}, align {s['align']}"
+                   + (" (a stub's: field order guessed, not the real layout)" if s["guessed_order"] else ""))
         for f in s["fields"]:
             out.append(f"    +{f['offset']:<4} {f['name']}: {f['type']}")
     gate = info["gate"]

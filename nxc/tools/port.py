@@ -40,6 +40,7 @@ class Page:
     origin: str                   # where the page was read from (file or "<stdin>")
     first_line: int               # the input line of its `NAME source` header
     body: list[str] = field(default_factory=list)    # source lines, numbers removed, collapsed
+    warnings: list[str] = field(default_factory=list)   # what was changed to read it (line ends, NBSP)
 
 
 def is_page_header(line: str) -> bool:
@@ -47,31 +48,118 @@ def is_page_header(line: str) -> bool:
     return _HEADER.match(line.strip().lstrip("\ufeff")) is not None
 
 
-def split_pages(text: str, origin: str) -> tuple[list[Page], PageError | None]:
-    """The pages in `text` (one or several pasted back to back), and the
-    first thing that breaks the format, if any: a missing header, numbering
-    that is not 1, 2, 3, ..., fewer lines than stated. The pages before a
-    broken one are still returned; nothing after it is."""
+def split_pages(text: str, origin: str) -> tuple[list[Page], list[PageError]]:
+    """The pages in `text` (one or several pasted back to back), and what
+    breaks the format: a missing header, numbering that is not 1, 2, 3, ...
+    (a gap is named as such), fewer lines than stated. A broken page is
+    left out and reading goes on at the next page header, so each error is
+    one page's and every other page is still returned."""
     raw = text.split("\n")
     if raw and raw[-1] == "":
         raw.pop()                 # a trailing newline added by an editor or a shell
+    # A page saved on Windows ends its lines in CRLF, and a browser's copy
+    # turns some spaces into non-breaking ones: both are read as what they
+    # stand for (LF, a space), and each page that had them says so.
+    crlf = {k for k, line in enumerate(raw) if line.endswith("\r")}
+    nbsp = {k: len(_NBSP.findall(line)) for k, line in enumerate(raw) if _NBSP.search(line)}
+    for k in crlf:
+        raw[k] = raw[k][:-1]
+    for k in nbsp:
+        raw[k] = _NBSP.sub(" ", raw[k])
     pages: list[Page] = []
+    errors: list[PageError] = []
     i = 0
-    try:
-        while i < len(raw):
-            if not raw[i].strip():
-                i += 1                # blank lines between pasted pages
-                continue
+    while i < len(raw):
+        if not raw[i].strip():
+            i += 1                # blank lines between pasted pages
+            continue
+        try:
             if pages and raw[i].startswith(str(pages[-1].lines + 1)):
                 raise PageError(origin, i + 1, f"{pages[-1].name}: the page states {_lines(pages[-1].lines)} "
                                                f"but line {pages[-1].lines + 1} follows")
+            start = i
             page, i = _read_page(raw, i, origin)
             pages.append(page)
-    except PageError as exc:
-        return pages, exc
-    if not pages:
-        return pages, PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')")
-    return pages, None
+            _note_changes(page, range(start, start + 2 + page.lines), crlf, nbsp, len(raw))
+        except PageError as exc:
+            errors.append(exc)
+            # from the error's own line: it may be the next page's header (a short page)
+            i = _next_page_start(raw, max(exc.line - 1, i + 1))
+    if not pages and not errors:
+        errors.append(PageError(origin, 1, "no module page here (a page starts with a line 'NAME.nx source')"))
+    return pages, errors
+
+
+NBSP = "\u00a0\u202f\u2007"         # no-break space, narrow no-break space, figure space
+_NBSP = re.compile(f"[{NBSP}]")
+
+
+def _note_changes(page: Page, lines: range, crlf: set[int], nbsp: dict[int, int], total: int) -> None:
+    """The warnings of a page whose input lines `lines` had CRLF ends or NBSPs."""
+    ends = [k for k in lines if k in crlf]
+    ended = [k for k in lines if k < total - 1 or k in crlf]      # the input's last line has no line end
+    if ends:
+        how = "Windows line ends (CRLF)" if len(ends) == len(ended) else \
+            f"mixed line ends ({len(ends)} CRLF, {len(ended) - len(ends)} LF)"
+        page.warnings.append(f"{page.origin}:{page.first_line}: warning: {page.name}: the page has {how}; "
+                             "restored with LF line ends")
+    spaced = [k for k in lines if k in nbsp]
+    if spaced:
+        numbered = [k - page.first_line for k in spaced if k - page.first_line >= 1]     # page line numbers
+        count = sum(nbsp[k] for k in spaced)
+        page.warnings.append(f"{page.origin}:{spaced[0] + 1}: warning: {page.name}: {count} non-breaking "
+                             f"space{'s' if count != 1 else ''} (U+00A0, as a browser's copy leaves) read as "
+                             f"spaces, on page line{'s' if len(numbered) != 1 else ''} "
+                             + ", ".join(map(str, numbered)))
+
+
+def comment_after_code_lines(page: Page) -> list[int]:
+    """Page line numbers where code is followed by a `//` comment: where the
+    original most likely aligned the comments, with spaces the page collapsed."""
+    out = []
+    in_comment = False
+    for n, line in enumerate(page.body, 1):
+        at = -1 if in_comment else _comment_start(line)
+        if at > 0 and line[:at].strip():
+            out.append(n)
+        _, in_comment = _scan(line, in_comment)
+    return out
+
+
+def _comment_start(line: str) -> int:
+    """The column of a `//` outside strings and block comments, or -1."""
+    i, n = 0, len(line)
+    while i < n:
+        if line.startswith("//", i):
+            return i
+        if line.startswith("/*", i):
+            end = line.find("*/", i + 2)
+            if end < 0:
+                return -1
+            i = end + 2
+            continue
+        if line[i] == '"':
+            end = line.find('"', i + 1)
+            i = n if end < 0 else end + 1
+            continue
+        i += 1
+    return -1
+
+
+def _next_page_start(raw: list[str], i: int) -> int:
+    """The index of the next page header at or after `i` (a header glued to
+    the end of a line is cut off into that line), or the end."""
+    while i + 1 < len(raw):
+        if _META.match(raw[i + 1].strip()):
+            if _HEADER.match(raw[i].strip()):
+                return i
+            starts = [k for k in range(len(raw[i])) if _HEADER_AT_END.match(raw[i], k)]
+            if starts:
+                k = min(starts, key=lambda k: (not raw[i][k:].startswith("nx_"), k))
+                raw[i] = raw[i][k:]
+                return i
+        i += 1
+    return len(raw)
 
 
 def _lines(n: int) -> str:
@@ -93,6 +181,15 @@ def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
                                        f"line {number - 1}")
         line = raw[j]
         prefix = str(number)
+        if _HEADER.match(line.strip()) and j + 1 < len(raw) and _META.match(raw[j + 1].strip()):
+            raise PageError(origin, j + 1, f"{page.name}: the page states {_lines(page.lines)} but the next page "
+                                           f"starts after line {number - 1}")
+        following = raw[j + 1] if number < page.lines and j + 1 < len(raw) else None
+        gap = _gap(line, number, page.lines, following)
+        if gap is not None:
+            missing = f"line {number} is" if gap == number + 1 else f"lines {number} to {gap - 1} are"
+            raise PageError(origin, j + 1, f"{page.name}: {missing} missing from the page: line {gap} "
+                                           f"follows line {number - 1}")
         if not line.startswith(prefix):
             got = re.match(r"\d*", line).group()
             raise PageError(origin, j + 1, f"{page.name}: line {number} of the page is numbered "
@@ -107,6 +204,32 @@ def _read_page(raw: list[str], i: int, origin: str) -> tuple[Page, int]:
         page.body.append(_uncollapse(body))
         j += 1
     return page, j
+
+
+def _gap(line: str, number: int, total: int, following: str | None) -> int | None:
+    """The number `line` really has when lines from `number` on are missing
+    (None: it is line `number`, or numbered wrongly in some other way).
+
+    The numbers run into the text (`20x` is line 2 holding `0x` or line 20
+    holding `x`), so the next line decides: line `number` holding text that
+    starts with a digit is taken as such when the next line is numbered
+    `number + 1`; a longer reading M counts when the next line is numbered
+    M + 1 (or M is the page's last line and nothing follows)."""
+    digits = re.match(r"\d*", line).group()
+    readings = [int(digits[:k]) for k in range(1, len(digits) + 1)
+                if digits[0] != "0" and number < int(digits[:k]) <= total]
+    if not readings:
+        return None
+    sequential = line.startswith(str(number))
+    if sequential and (following is None or following.startswith(str(number + 1))):
+        return None
+
+    def continues(m: int) -> bool:
+        return following.startswith(str(m + 1)) if following is not None else m == total
+    fits = [m for m in readings if continues(m)]
+    if fits:
+        return fits[0]
+    return None if sequential else readings[0]
 
 
 def _split_last_line(body: str, page: Page, origin: str, j: int) -> tuple[str, str]:
@@ -206,8 +329,8 @@ class Restored:
         return len(self.text.encode("utf-8"))
 
 
-def read_pages(path: str, stdin=None) -> tuple[list[Page], PageError | None]:
-    """The pages of one input (`-` is stdin) and its first error (see split_pages)."""
+def read_pages(path: str, stdin=None) -> tuple[list[Page], list[PageError]]:
+    """The pages of one input (`-` is stdin) and its errors (see split_pages)."""
     origin = "<stdin>" if path == "-" else path
     try:
         if path == "-":
@@ -216,7 +339,7 @@ def read_pages(path: str, stdin=None) -> tuple[list[Page], PageError | None]:
             with open(path, "rb") as f:
                 data = f.read()
     except OSError as exc:
-        return [], PageError(origin, 0, f"cannot read: {exc.strerror or exc}")
+        return [], [PageError(origin, 0, f"cannot read: {exc.strerror or exc}")]
     if isinstance(data, str):
         text = data
     else:
@@ -224,8 +347,8 @@ def read_pages(path: str, stdin=None) -> tuple[list[Page], PageError | None]:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             line = data.count(b"\n", 0, exc.start) + 1
-            return [], PageError(origin, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                                               f"{exc.start}); nothing restored from it")
+            return [], [PageError(origin, line, f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                                                f"{exc.start}); nothing restored from it")]
     if text.startswith("\ufeff"):
         text = text[1:]
     return split_pages(text, origin)

@@ -22,6 +22,7 @@ from nxc.check.consts import is_literal_expr
 from nxc.check.program import Info
 from nxc.check.types import BUILTIN_TYPES, PointerType, StructType
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
+from nxc.gates.collect import GUESSED_ORDER, STUB_MARK
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, load_program, read_source, resolve_import
 from nxc.syntax.parse import parse_source
@@ -97,6 +98,9 @@ class MissingModule:
     consts: dict[str, MissingConst] = field(default_factory=dict)
     types: dict[str, MissingType] = field(default_factory=dict)
     guessed: set[str] = field(default_factory=set)      # names put here for want of a better owner
+    # What the stub imports so that it checks on its own: the modules that
+    # declare the types its declarations name (set once inference is done).
+    imports: list[str] = field(default_factory=list)
 
     def names(self) -> set[str]:
         return set(self.funcs) | set(self.structs) | set(self.consts) | set(self.types)
@@ -410,13 +414,20 @@ def stub_text(m: MissingModule, root: ast.Module) -> str:
            "// with the real module before trusting any result.",
            "//",
            "// stub_for: " + stem,
+           f"{STUB_MARK} module written by `nxc port --stubs` (nxc test reports it as STUB)",
            ""]
+    for path in m.imports:
+        out.append(f'import "{path}"')
+    if m.imports:
+        out.append("")
     for t in m.types.values():
         out.append(f"type {t.name} = {ASSUMED}  // STUB: only used by value; {ASSUMED} assumed")
     for st in m.structs.values():
         fields = [f"    {name}: {slot.text}" + ("" if slot.pinned else f"  // STUB: type not pinned, {ASSUMED} assumed")
                   for name, slot in st.fields.items()] or ["    _stub_unused: i64  // STUB: no field is accessed"]
-        out += [f"struct {st.name} {{", *fields, "}", ""]
+        out += [f"{GUESSED_ORDER}: first use in {stem}; the real layout may order them "
+                "otherwise and have more fields",
+                f"struct {st.name} {{", *fields, "}", ""]
     for c in m.consts.values():
         if c.assigned:
             out.append(f"var {c.name}: {c.slot.text} = {_placeholder(c.slot.text)}  // STUB: placeholder value")
@@ -456,11 +467,14 @@ def infer_stubs(path: str, include: list[str] | None = None) -> StubReport:
     deps: list[ast.Module] = []
     seen: set[str] = {src.path}
     here = os.path.dirname(src.path)
+    providers: list[tuple[str, set[str]]] = []      # (an import of the root, the names its closure declares)
     for imp in root.imports:
         found, _ = resolve_import(imp.path, here, include)
         if found is None:
             continue
-        for m in load_program(found, include, diags).modules:
+        closure = load_program(found, include, diags).modules
+        providers.append((imp.path, _declared_names(closure)))
+        for m in closure:
             if m.source.path not in seen:
                 seen.add(m.source.path)
                 deps.append(m)
@@ -472,7 +486,57 @@ def infer_stubs(path: str, include: list[str] | None = None) -> StubReport:
         if not inference.changed:
             break
     remaining = inference.round()
+    root_types = {item.name for item in root.items if isinstance(item, (ast.StructDecl, ast.TypeAlias))}
+    for m in missing:
+        _untie_from_root(m, root_types)
+        m.imports = _stub_imports(m, missing, providers, root)
     return StubReport(src.path, missing, remaining)
+
+
+def _named_types(m: MissingModule) -> list[str]:
+    """The type names a stub's declarations write, in the order they appear."""
+    slots = [*(s for st in m.structs.values() for s in st.fields.values()), *(c.slot for c in m.consts.values())]
+    for fn in m.funcs.values():
+        slots += fn.params + ([fn.ret] if fn.returns_value else [])
+    out = []
+    for slot in slots:
+        name = slot.text.lstrip("*")
+        if name not in BUILTIN_TYPES and name not in out:
+            out.append(name)
+    return out
+
+
+def _untie_from_root(m: MissingModule, root_types: set[str]) -> None:
+    """A parameter that points to a type of the ported module itself becomes
+    `*void` (every pointer converts to it): importing the ported module
+    from its stub would make an import cycle, which the C backend's
+    separate compilation cannot build."""
+    for fn in m.funcs.values():
+        for slot in fn.params:
+            if slot.text.startswith("*") and slot.text.lstrip("*") in root_types:
+                slot.type = "*void"
+
+
+def _stub_imports(m: MissingModule, missing: list[MissingModule], providers: list[tuple[str, set[str]]],
+                  root: ast.Module) -> list[str]:
+    """The imports a stub needs to check on its own (`nxc check STUB`, and
+    `nxc test` compiling it as a library): for each type it names that it
+    does not declare, the root's import whose closure declares it, else the
+    stub of another missing module that does, else the ported module itself
+    (an import cycle: only for a type a result or field names)."""
+    out: list[str] = []
+    root_names = _declared_names([root])
+    for name in _named_types(m):
+        if name in m.structs or name in m.types:
+            continue
+        path = next((p for p, names in providers if name in names), None)
+        if path is None:
+            path = next((o.path for o in missing if o is not m and (name in o.structs or name in o.types)), None)
+        if path is None and name in root_names:
+            path = os.path.basename(root.source.path)
+        if path is not None and path not in out:
+            out.append(path)
+    return out
 
 
 def describe(report: StubReport) -> str:
@@ -482,6 +546,9 @@ def describe(report: StubReport) -> str:
         lines.append(f"{m.import_pos}: missing module \"{m.path}\"; the ported code uses from it:")
         if not m.names():
             lines.append("    nothing (the import can be removed)")
+        if os.path.basename(report.root) in m.imports:
+            lines.append(f"    warning: the stub imports {os.path.basename(report.root)} for a type declared there: an "
+                         "import cycle, which nxc test's C build does not handle; move that type to another module")
         for fn in m.funcs.values():
             params = ", ".join(f"{fn.param_names[i] or f'a{i}'}: {slot.text}" for i, slot in enumerate(fn.params))
             ret = f" -> {fn.ret.text}" if fn.returns_value else ""
@@ -498,6 +565,10 @@ def describe(report: StubReport) -> str:
             fields = ", ".join(f"{n}: {s.text}" for n, s in st.fields.items())
             lines.append(f"    struct {st.name} {{ {fields} }}   [first use {st.pos.line}:{st.pos.col}]")
             lines += _guess_note(m, st.name)
+            if st.fields:
+                lines.append(f"        warning: field order guessed (the order of first use): the real {st.name} may "
+                             "order its fields otherwise and have more, so its size and offsets are not the real "
+                             "layout's until the real module replaces the stub")
             for n, s in st.fields.items():
                 if not s.pinned:
                     lines.append(f"        field '{n}' does not pin its type: {s.text} assumed")
