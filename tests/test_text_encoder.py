@@ -32,7 +32,7 @@ def model_file(tmp_path_factory, hf):
 
 @pytest.fixture(scope="module")
 def encoder(model_file):
-    return TextEncoder.from_gguf(model_file[0])
+    return qwen3.text_encoder(model_file[0])
 
 
 def test_template_is_z_images_and_the_files_template_renders_to_it(encoder):
@@ -67,19 +67,19 @@ def test_embeddings_are_hidden_states_minus_2_and_match_the_float64_reference(en
 
 
 def test_truncation_to_max_length(model_file):
-    enc = TextEncoder.from_gguf(model_file[0], max_length=5)
+    enc = qwen3.text_encoder(model_file[0], max_length=5)
     assert len(enc.tokens(PROMPT)) == 5
     assert enc.encode(PROMPT).shape[0] == 5
 
 
 def test_python_backend_gives_the_same_bits(model_file, encoder):
-    py = TextEncoder.from_gguf(model_file[0], backend="py", max_length=4)
+    py = qwen3.text_encoder(model_file[0], backend="py", max_length=4)
     c4 = TextEncoder(encoder.model, encoder.tokenizer, max_length=4)
     assert np.array_equal(py.encode(PROMPT).view(np.uint32), c4.encode(PROMPT).view(np.uint32))
 
 
 def test_unchecked_gives_the_same_bits(model_file, encoder):
-    fast = TextEncoder.from_gguf(model_file[0], checked=False)
+    fast = qwen3.text_encoder(model_file[0], checked=False)
     assert np.array_equal(fast.encode(PROMPT).view(np.uint32), encoder.encode(PROMPT).view(np.uint32))
 
 
@@ -92,7 +92,7 @@ def test_a_file_without_a_tokenizer_is_a_clear_error(tmp_path):
     p = tmp_path / "notok.gguf"
     qs.write_model(p, qs.TINY, seed=2)       # placeholder tokens, no merges
     with pytest.raises(EncoderError, match="merges is absent"):
-        TextEncoder.from_gguf(p)
+        qwen3.text_encoder(p)
 
 
 def _cmd(*args):

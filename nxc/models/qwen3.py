@@ -13,7 +13,7 @@ the reader's reason and the tensor or key it concerns.
 
 Command line:  python -m nxc.models.qwen3 MODEL.gguf --tokens 1,2,3 [--new 16] [--backend py]
                python -m nxc.models.qwen3 encode MODEL.gguf "a prompt" -o emb.npy
-                   (the Z-Image text encoder: nxc/models/text_encoder.py)
+                   (the Z-Image text encoder: text_encoder() here, nxc/models/text_encoder.py)
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from nxc import paths
 
-__all__ = ["Qwen3", "Qwen3Error", "load", "main", "DEFAULT_SESSION_TOKENS"]
+__all__ = ["Qwen3", "Qwen3Error", "load", "text_encoder", "main", "DEFAULT_SESSION_TOKENS"]
 
 # A session's KV cache holds this many tokens unless asked for more (it is reserved whole
 # when the session starts: 36 layers x 1024 KV width x 8-byte words is 0.6 MB a token for
@@ -324,11 +324,70 @@ class _LoadProgress:
             print(file=sys.stderr, flush=True)
 
 
+def text_encoder(path, *, backend: str = "c", checked: bool = True, threads: int | None = None,
+                 progress: bool | None = None, **kw):
+    """The Z-Image text encoder (nxc/models/text_encoder.py) of one GGUF file: its model and
+    its tokenizer. Raises Qwen3Error or text_encoder.EncoderError."""
+    from nxc.models.text_encoder import EncoderError, TextEncoder
+    from nxc.models.tokenizer import Tokenizer, TokenizerError
+    try:
+        tok = Tokenizer.from_gguf(path)
+    except TokenizerError as e:
+        raise EncoderError(str(e)) from None
+    return TextEncoder(load(path, backend, checked=checked, threads=threads, progress=progress), tok, **kw)
+
+
+def encode_main(argv=None) -> int:
+    """`python -m nxc.models.qwen3 encode`: prompt to embeddings (.npy)."""
+    from nxc.models.text_encoder import MAX_SEQUENCE_LENGTH, Z_IMAGE_LAYER, EncoderError
+    ap = argparse.ArgumentParser(
+        prog="python -m nxc.models.qwen3 encode",
+        description="The Z-Image text encoder: a prompt through Qwen3's chat template and "
+                    "tokenizer (both from the GGUF file), the hidden states of the "
+                    "next-to-last layer (hidden_states[-2]) written as a float32 .npy "
+                    "array [n_tokens, hidden].")
+    ap.add_argument("model", metavar="MODEL.gguf", help="a Qwen3 GGUF file with its tokenizer")
+    ap.add_argument("prompt", help="the prompt text")
+    ap.add_argument("-o", "--output", metavar="FILE.npy", help="write the embeddings here "
+                    "(default: print their shape and first values)")
+    ap.add_argument("--layer", type=int, default=Z_IMAGE_LAYER,
+                    help="which entry of HF's hidden_states (default -2, Z-Image's)")
+    ap.add_argument("--max-length", type=int, default=MAX_SEQUENCE_LENGTH,
+                    help=f"truncate to this many tokens (default {MAX_SEQUENCE_LENGTH}, Z-Image's)")
+    ap.add_argument("--unchecked", action="store_true", help="C without memory checks (faster)")
+    ap.add_argument("--backend", choices=("c", "py"), default="c", help="c (default) or py (checked reference)")
+    ap.add_argument("--threads", type=int, default=None, help="kernel threads (this release runs one)")
+    ap.add_argument("--show-template", action="store_true", help="print the templated text and its tokens")
+    ap.add_argument("--no-progress", action="store_true", help="no progress line while the weights load")
+    args = ap.parse_args(argv)
+    try:
+        enc = text_encoder(args.model, backend=args.backend, checked=not args.unchecked,
+                           threads=args.threads, progress=False if args.no_progress else None,
+                           max_length=args.max_length, layer=args.layer)
+        if args.show_template:
+            print(repr(enc.template(args.prompt)))
+            print(",".join(map(str, enc.tokens(args.prompt))))
+        emb = enc.encode(args.prompt)
+    except (EncoderError, Qwen3Error) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.output:
+        try:
+            np.save(args.output, emb)
+        except OSError as e:
+            print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
+            return 1
+        print(f"wrote {args.output}: float32 {list(emb.shape)} (hidden_states[{args.layer}])")
+    else:
+        print(f"float32 {list(emb.shape)} (hidden_states[{args.layer}]); last row, first 8:",
+              np.array2string(emb[-1][:8], precision=5))
+    return 0
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "encode":
-        from nxc.models import text_encoder
-        return text_encoder.main(argv[1:])
+        return encode_main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m nxc.models.qwen3",
                                  description="Run a Qwen3 GGUF with the bundled nx model: the last "
                                              "hidden state and a greedy continuation. "

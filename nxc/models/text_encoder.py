@@ -19,21 +19,22 @@ computes them (diffusers, src/diffusers/pipelines/z_image/pipeline_z_image.py,
 The template comes from the file (`tokenizer.chat_template`, rendered by jinja2 in a
 sandbox, as transformers renders it); a file without one gets Qwen3's text above.
 
-    from nxc.models.text_encoder import TextEncoder
-    enc = TextEncoder.from_gguf("Qwen3-4B-Q8_0.gguf")
+    from nxc.models import qwen3
+    enc = qwen3.text_encoder("Qwen3-4B-Q8_0.gguf")
     emb = enc.encode("a photo of a cat")          # float32 [n_tokens, hidden]
 
     python -m nxc.models.qwen3 encode MODEL.gguf "a photo of a cat" -o emb.npy
+
+This module is the pipeline's part only (template, tokens, which hidden state); the model is
+any object with Qwen3's `config` and `forward` (nxc/models/qwen3.py, which loads both from
+one file and holds the command line), so the model does not depend on its users.
 """
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 
 import numpy as np
 
-from nxc.models.qwen3 import Qwen3, Qwen3Error, load
 from nxc.models.tokenizer import Tokenizer, TokenizerError
 
 MAX_SEQUENCE_LENGTH = 512          # ZImagePipeline's default max_sequence_length
@@ -77,7 +78,7 @@ def hf_hidden_states(hidden: np.ndarray, out: np.ndarray) -> list[np.ndarray]:
 class TextEncoder:
     """Qwen3 + its tokenizer, giving Z-Image's prompt embeddings."""
 
-    def __init__(self, model: Qwen3, tokenizer: Tokenizer, *, max_length: int = MAX_SEQUENCE_LENGTH,
+    def __init__(self, model, tokenizer: Tokenizer, *, max_length: int = MAX_SEQUENCE_LENGTH,
                  layer: int = Z_IMAGE_LAYER):
         if tokenizer.vocab_size != model.config["vocab"]:
             raise EncoderError(f"the tokenizer has {tokenizer.vocab_size} tokens, the model's embedding "
@@ -87,17 +88,6 @@ class TextEncoder:
         self.model, self.tokenizer = model, tokenizer
         self.max_length = max_length
         self.layer = self._check_layer(layer)
-
-    @classmethod
-    def from_gguf(cls, path, *, backend: str = "c", checked: bool = True, threads: int | None = None,
-                  progress: bool | None = None, **kw) -> "TextEncoder":
-        """The model and the tokenizer of one GGUF file."""
-        try:
-            tok = Tokenizer.from_gguf(path)
-        except TokenizerError as e:
-            raise EncoderError(str(e)) from None
-        model = load(path, backend, checked=checked, threads=threads, progress=progress)
-        return cls(model, tok, **kw)
 
     def _check_layer(self, layer: int) -> int:
         n = self.model.config["n_layers"] + 1              # entries of HF's hidden_states
@@ -128,52 +118,3 @@ class TextEncoder:
         hidden, out = self.model.forward(ids, causal=True)
         states = hf_hidden_states(hidden, out)
         return states[self._check_layer(self.layer if layer is None else layer)]
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(
-        prog="python -m nxc.models.qwen3 encode",
-        description="The Z-Image text encoder: a prompt through Qwen3's chat template and "
-                    "tokenizer (both from the GGUF file), the hidden states of the "
-                    "next-to-last layer (hidden_states[-2]) written as a float32 .npy "
-                    "array [n_tokens, hidden].")
-    ap.add_argument("model", metavar="MODEL.gguf", help="a Qwen3 GGUF file with its tokenizer")
-    ap.add_argument("prompt", help="the prompt text")
-    ap.add_argument("-o", "--output", metavar="FILE.npy", help="write the embeddings here "
-                    "(default: print their shape and first values)")
-    ap.add_argument("--layer", type=int, default=Z_IMAGE_LAYER,
-                    help="which entry of HF's hidden_states (default -2, Z-Image's)")
-    ap.add_argument("--max-length", type=int, default=MAX_SEQUENCE_LENGTH,
-                    help=f"truncate to this many tokens (default {MAX_SEQUENCE_LENGTH}, Z-Image's)")
-    ap.add_argument("--unchecked", action="store_true", help="C without memory checks (faster)")
-    ap.add_argument("--backend", choices=("c", "py"), default="c", help="c (default) or py (checked reference)")
-    ap.add_argument("--threads", type=int, default=None, help="kernel threads (this release runs one)")
-    ap.add_argument("--show-template", action="store_true", help="print the templated text and its tokens")
-    ap.add_argument("--no-progress", action="store_true", help="no progress line while the weights load")
-    args = ap.parse_args(argv)
-    try:
-        enc = TextEncoder.from_gguf(args.model, backend=args.backend, checked=not args.unchecked,
-                                    threads=args.threads, progress=False if args.no_progress else None,
-                                    max_length=args.max_length, layer=args.layer)
-        if args.show_template:
-            print(repr(enc.template(args.prompt)))
-            print(",".join(map(str, enc.tokens(args.prompt))))
-        emb = enc.encode(args.prompt)
-    except (EncoderError, Qwen3Error) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if args.output:
-        try:
-            np.save(args.output, emb)
-        except OSError as e:
-            print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
-            return 1
-        print(f"wrote {args.output}: float32 {list(emb.shape)} (hidden_states[{args.layer}])")
-    else:
-        print(f"float32 {list(emb.shape)} (hidden_states[{args.layer}]); last row, first 8:",
-              np.array2string(emb[-1][:8], precision=5))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
