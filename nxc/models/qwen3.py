@@ -71,10 +71,10 @@ def _tensor_name(role: int, layer: int) -> str:
 class Qwen3:
     """A Qwen3 model loaded from a GGUF file into nx memory."""
 
-    def __init__(self, path, backend: str = "c"):
+    def __init__(self, path, backend: str = "c", checked: bool = True):
         import nxc
         self.path = os.fspath(path)
-        self.nx = nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), backend=backend)
+        self.nx = nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), backend=backend, checked=checked)
         raw = os.fsencode(self.path)
         if not raw or len(raw) > 4096 or b"\0" in raw:
             raise Qwen3Error(f"{self.path!r}: not a usable file name")
@@ -207,9 +207,11 @@ class Session:
         self.close()
 
 
-def load(path, backend: str = "c") -> Qwen3:
-    """Load a Qwen3 GGUF (F32 / F16 / BF16 tensors) with the nx reader; raises Qwen3Error."""
-    return Qwen3(path, backend)
+def load(path, backend: str = "c", checked: bool = True) -> Qwen3:
+    """Load a Qwen3 GGUF (F32 / F16 / BF16 tensors) with the nx reader; raises Qwen3Error.
+    checked=False: the C build without memory checks (faster: the packed linear kernel keeps
+    its accumulators in registers only there; docs/performance.md)."""
+    return Qwen3(path, backend, checked)
 
 
 def main(argv=None) -> int:
