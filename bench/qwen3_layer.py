@@ -16,7 +16,10 @@ per multiply-add of the matmuls and of attention (scores and weighted sums), not
 Also measured: nx_f32_linear on one 2560 x 9728 matrix with the weights stored BF16, F16,
 F32 (converted on use) and as float32 bits in i64 words (converted on load).
 
-Usage:  python bench/qwen3_layer.py [--model PATH] [--prompt 64] [--context 1024] [--repeat 1]
+nx runs the unchecked C build (as bench/run_bench.py's kernel rows); --checked: the default
+build of nxc.load and the model loader (the packed linear kernel is ~3x slower there).
+
+Usage:  python bench/qwen3_layer.py [--model PATH] [--prompt 64] [--context 1024] [--repeat 1] [--checked]
 """
 from __future__ import annotations
 
@@ -103,6 +106,7 @@ def main(argv=None):
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--checked", action="store_true", help="the checked C build (default: unchecked, as the other benches)")
     args = ap.parse_args(argv)
     os.environ.setdefault("NXC_CACHE_DIR", str(ROOT / ".nxc-cache"))
     from nxc.models import qwen3
@@ -118,7 +122,7 @@ def main(argv=None):
     else:
         stored = None
     t, c = time.time(), time.process_time()
-    model = qwen3.load(path)
+    model = qwen3.load(path, checked=args.checked)
     print(f"nx GGUF load (check + cached build + read): {time.time() - t:.2f} s wall, "
           f"{time.process_time() - c:.2f} s CPU")
     if stored is None:

@@ -266,6 +266,56 @@ def bench_simd(sizes, repeats):
             row("simd", f"n={n}: torch SDPA", "not installed")
 
 
+# ---------------------------------------------------------------- 1c. linear layers
+def bench_linear(shapes, tokens, repeats):
+    """Issue 28: the packed linear kernel (nx_f32_gemm.nx, unchecked C, one thread) per shape
+    and weight type, against numpy sgemm on one thread (float32 weights), and the memory
+    bandwidth measured in the same run (a numpy sum over 256 MB: read only)."""
+    print("1c. Linear layers: packed nx kernel vs numpy sgemm (1 thread, CPU time)")
+    try:
+        import threadpoolctl
+        info = "; ".join(f"{d.get('internal_api')} {d.get('version')} {d.get('architecture')} "
+                         f"threads={d.get('num_threads')}" for d in threadpoolctl.threadpool_info())
+    except ImportError:
+        info = "threadpoolctl not installed"
+    row("linear", "numpy BLAS", f"{info}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    m = nxc.load(os.path.join(bundled_dir(), "nx_f32_gemm.nx"), checked=False)
+    big = np.ones(64 << 20, np.float32)
+    t_bw = min(in_child(big.sum, clock=time.process_time) for _ in range(3))
+    bw = big.nbytes / t_bw / 1e9
+    del big
+    row("linear", "memory bandwidth (numpy sum, 256 MB)", f"{bw:.1f} GB/s")
+    rng = np.random.default_rng(3)
+    for R, C in shapes:
+        Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
+        Rp = (R + 15) // 16 * 16
+        for T in tokens:
+            Xf = rng.standard_normal((T, C)).astype(np.float32)
+            X = bits(Xf.ravel())
+            t_np = paired_medians([lambda: Xf @ Wf.T], repeats, clock=time.process_time)[0]
+            flops = 2.0 * R * C * T
+            row("linear", f"{R}x{C}, {T} tok: numpy sgemm f32", f"{ms(t_np)}   {flops / t_np / 1e9:.1f} GFLOP/s")
+            for name in ("bf16", "f16", "f32"):
+                if name == "f32":
+                    src, es = Wf.view(np.uint32), 4
+                elif name == "bf16":
+                    src, es = (Wf.view(np.uint32) >> 16).astype(np.uint16), 2
+                else:
+                    src, es = Wf.astype(np.float16).view(np.uint16), 2
+                buf = np.zeros(Rp * C * es + 64, np.uint8)
+                P = buf[(-buf.ctypes.data) % 64:][:Rp * C * es].view(np.uint32 if es == 4 else np.uint16)
+                (m.nx_gemm_pack_u32 if es == 4 else m.nx_gemm_pack_u16)(np.ascontiguousarray(src), R, C, P)
+                Y = np.zeros(T * R, np.int64)
+                if es == 4:
+                    fn = lambda: m.nx_gemm_f32(P, R, C, X, T, Y)  # noqa: E731
+                else:
+                    fn = lambda b=(name == "bf16"): m.nx_gemm_u16(P, b, R, C, X, T, Y)  # noqa: E731
+                t = paired_medians([fn], repeats, clock=time.process_time)[0]
+                extra = (f"{R * C * es / t / 1e9:.1f} GB/s of weights ({R * C * es / t / 1e9 / bw:.0%} of bandwidth)"
+                         if T == 1 else f"nx/numpy {t / t_np:.2f}")
+                row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
+
+
 # ---------------------------------------------------------------- 2. paged vs contiguous
 PAGED_DRIVER = '''
 import "nx_f32_attn_paged.nx"
@@ -619,10 +669,10 @@ def bench_python(repeats):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
-    ap.add_argument("--only", choices=["gqa", "simd", "paged", "checked", "build", "frontend", "python"], action="append")
+    ap.add_argument("--only", choices=["gqa", "simd", "linear", "paged", "checked", "build", "frontend", "python"], action="append")
     args = ap.parse_args()
     os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
-    only = set(args.only or ["gqa", "simd", "paged", "checked", "build", "frontend", "python"])
+    only = set(args.only or ["gqa", "simd", "linear", "paged", "checked", "build", "frontend", "python"])
     print("machine:", machine())
     print("flags:", " ".join(flags_for("2")))
     q = args.quick
@@ -630,6 +680,9 @@ def main() -> int:
         bench_gqa([32, 64] if q else [64, 128, 256, 512], 3 if q else 5)
     if "simd" in only:
         bench_simd([64, 128] if q else [256, 1024], 3 if q else 5)
+    if "linear" in only:
+        bench_linear([(512, 256)] if q else [(9728, 2560), (2560, 9728), (4096, 2560)], [64, 1] if q else [64, 1],
+                     3 if q else 5)
     if "paged" in only:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
     if "checked" in only:

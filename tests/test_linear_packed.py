@@ -1,0 +1,139 @@
+"""The packed linear kernel (nx_src/nx_f32_gemm.nx, issue 28) against the scalar one.
+
+nx_f32_linear on a weight repacked by nx_weight_pack (panels of 16 rows) must give every output
+word of the scalar dot-product kernel (tests/nx/ref/nx_f32_linear_scalar.nx, the kernel as it
+was) for F32, F16 and BF16 weights, on shapes off every block size (rows not a multiple of 16
+or 64, columns not a multiple of 8, 1 token, token counts not a multiple of 4), with NaN,
+infinities, subnormals and signed zeros in weights and inputs; on the C backend at each target
+this CPU runs (x86-64, x86-64-v3, x86-64-v4, native; -O0), checked and unchecked, and on the
+Python backend. Also: GCC vectorizes the kernel's inner loops, and the hot loop multiplies
+and adds separately (no FMA).
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+import nxc
+from nxc.backend.c import build as c_build
+from nxc.backend.c.emit import emit_c
+from nxc.check.frontend import check_file
+from nxc.diagnostics import Diagnostics
+from nxc.paths import bundled_dir, runtime_dir
+
+from test_vectorize import _targets, f32_words
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REF = os.path.join(HERE, "nx", "ref", "nx_f32_linear_scalar.nx")
+GEMM = os.path.join(bundled_dir(), "nx_f32_gemm.nx")
+
+# (rows, cols, n_tokens): tails of every block (16-row panels, 4-panel decode groups, 8 columns
+# per pass, 4 tokens per block) and none
+SHAPES = [(37, 21, 1), (70, 17, 1), (16, 8, 4), (37, 21, 2), (33, 40, 5), (5, 3, 3), (64, 24, 8),
+          (1, 9, 3), (130, 13, 7)]
+TYPES = {"f32": 0, "f16": 1, "bf16": 30}
+
+
+def clean_words(rng, n: int, spread: float) -> np.ndarray:
+    return (rng.standard_normal(n) * spread).astype(np.float32).view(np.uint32).astype(np.int64)
+
+
+def weights(rng, kind: str, rows: int, cols: int, special: bool = True) -> np.ndarray:
+    n = rows * cols
+    if not special:
+        w = clean_words(rng, n, 0.5).astype(np.uint32)
+        if kind == "f32":
+            return w
+        if kind == "bf16":
+            return (w >> 16).astype(np.uint16)
+        return w.view(np.float32).astype(np.float16).view(np.uint16).copy()
+    if kind == "f32":
+        return f32_words(rng, n, 0.5).astype(np.uint32)
+    if kind == "bf16":
+        return (f32_words(rng, n, 0.5).astype(np.uint32) >> 16).astype(np.uint16)
+    h = (rng.standard_normal(n) * 0.5).astype(np.float16).view(np.uint16).copy()
+    special = np.array([0x7E00, 0x7C01, 0xFE00, 0x7C00, 0xFC00, 0x0001, 0x83FF, 0x8000, 0x0000], np.uint16)
+    k = max(1, n // 30)
+    h[rng.choice(n, size=k, replace=False)] = rng.choice(special, size=k)
+    return h
+
+
+def both(mod, kind, W, rows, cols, X, T):
+    Ys, Yp = np.zeros(T * rows, np.int64), np.zeros(T * rows, np.int64)
+    st = mod.nx_f32_linear_both(W, TYPES[kind], rows, cols, X, T, Ys, Yp)
+    assert st == 0, f"nx_f32_linear_both failed at step {st}"
+    return Ys, Yp
+
+
+def check_module(mod, shapes, seed):
+    """Every shape twice: with special values mixed in (which make many sums NaN or inf) and
+    without (ordinary sums, where a reordered addition would show)."""
+    rng = np.random.default_rng(seed)
+    finite = 0
+    for rows, cols, T in shapes:
+        for special in (True, False):
+            X = f32_words(rng, T * cols, 2.0) if special else clean_words(rng, T * cols, 2.0)
+            for kind in TYPES:
+                W = weights(rng, kind, rows, cols, special)
+                Ys, Yp = both(mod, kind, W, rows, cols, X, T)
+                bad = np.flatnonzero(Ys != Yp)
+                assert bad.size == 0, (f"{kind} {rows}x{cols} T={T} special={special}: {bad.size} words "
+                                       f"differ, first at {bad[0]}: scalar 0x{Ys[bad[0]]:08x}, packed "
+                                       f"0x{Yp[bad[0]]:08x}")
+                finite += int(((Ys & 0x7F800000) != 0x7F800000).sum())
+    assert finite > 0, "every sum was NaN or inf: the comparison tested nothing"
+
+
+@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("checked", [True, False])
+def test_packed_equals_scalar_on_c(target, checked):
+    opt, _, march = target.partition("/")
+    mod = nxc.load(REF, opt=opt, checked=checked, march=march or None)
+    check_module(mod, SHAPES, seed=1)
+
+
+def test_packed_equals_scalar_random_shapes():
+    mod = nxc.load(REF, checked=False)
+    rng = np.random.default_rng(7)
+    shapes = [(int(rng.integers(1, 90)), int(rng.integers(1, 70)), int(rng.integers(1, 11))) for _ in range(40)]
+    check_module(mod, shapes, seed=8)
+
+
+def test_packed_equals_scalar_on_python():
+    mod = nxc.load(REF, backend="py")
+    check_module(mod, [(37, 21, 1), (18, 9, 5), (5, 3, 2)], seed=3)
+
+
+def test_packed_qwen3_shape_one_row_block():
+    """A wide matrix (cols past a panel's 16 x 8 block many times), 64 and 1 tokens, C only."""
+    mod = nxc.load(REF, checked=False)
+    check_module(mod, [(48, 2560, 1), (48, 1000, 6)], seed=11)
+
+
+def test_kernel_loops_vectorized_without_fma(tmp_path):
+    """GCC vectorizes the panel loops (tokens and decode kernels) with nxc's -O2 flags, and the
+    object has separate vector multiplies and adds and no fused multiply-add."""
+    cc = c_build.compiler()[0]
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+    if "Free Software Foundation" not in version and "GCC" not in version:
+        pytest.skip(f"{cc} is not GCC")
+    program = check_file(GEMM, None, Diagnostics(warnings=False))
+    src = tmp_path / "gemm.c"
+    src.write_text(emit_c(program, checked=False).text)
+    res = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
+                          "-c", str(src), "-o", str(tmp_path / "gemm.o")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    lines = {int(m.group(1)) for m in re.finditer(r"nx_f32_gemm\.nx:(\d+):\d+: optimized: loop vectorized",
+                                                  res.stderr)}
+    text = open(GEMM, encoding="utf-8").read().splitlines()
+    inner = [i + 1 for i, l in enumerate(text) if l.strip() == "while r < 16 {"]
+    assert inner and set(inner) <= lines, f"not vectorized: lines {sorted(set(inner) - lines)}"
+    asm = subprocess.run(["objdump", "-d", str(tmp_path / "gemm.o")], capture_output=True, text=True).stdout
+    if not asm:
+        pytest.skip("objdump not installed")
+    assert "vfmadd" not in asm and "vfnmadd" not in asm
+    assert "vmulps" in asm and "vaddps" in asm
