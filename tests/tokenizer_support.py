@@ -102,10 +102,41 @@ def train(vocab_size: int = 3000, n_docs: int = 3000, seed: int = 1):
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(corpus(n_docs, seed), trainer=trainer)
+    tok = _with_rule_probes(tok)
     from tokenizers import AddedToken
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in NON_SPECIAL])
     return tok
+
+
+# Merges no trainer learns under the Qwen2 pattern, appended so that a broken rule shows in the
+# ids: digit pairs (the pattern takes one digit at a time: with them, reading digits in runs
+# would give other tokens) and upper-case contractions (matched case-insensitively: read
+# case-sensitively, "'S" would be split before BPE ever sees it).
+_PROBE_MERGES = [("1", "2"), ("3", "4"), ("5", "6"), ("7", "8"), ("9", "0"), ("12", "34"),
+                 ("'", "S"), ("'", "T"), ("'", "D"), ("'", "M")]
+
+
+def _with_rule_probes(tok):
+    from tokenizers import Tokenizer
+    data = json.loads(tok.to_str())
+    vocab, merges = data["model"]["vocab"], data["model"]["merges"]
+    as_pairs = bool(merges) and not isinstance(merges[0], str)
+    b2c = {ch: ch for ch in "0123456789'STDM"}     # printable ASCII is itself in GPT-2's alphabet
+    for a, b in _PROBE_MERGES:
+        a, b = "".join(b2c[c] for c in a), "".join(b2c[c] for c in b)
+        if a + b in vocab:
+            continue
+        merges.append([a, b] if as_pairs else f"{a} {b}")
+        vocab[a + b] = len(vocab)
+    # An upper-case contraction glued to the next word ("'Sthe"): one piece if the contraction
+    # rule were case-sensitive, two pieces as it is; a merge across them tells which.
+    for c in ("'S", "'T", "'D", "'M"):
+        for w in ("the", "a", "cat", "of", "photo", "sunset", "dog"):
+            if w in vocab and c + w not in vocab:
+                merges.append([c, w] if as_pairs else f"{c} {w}")
+                vocab[c + w] = len(vocab)
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def vocab_of(hf) -> tuple[list[str], list[str], list[int]]:
