@@ -86,3 +86,15 @@ def test_non_utf8_file_name(tmp_path, command):
     proc = subprocess.run([sys.executable, "-m", "nxc", *command, str(path)], capture_output=True, cwd=tmp_path)
     assert b"Traceback" not in proc.stderr + proc.stdout, (proc.stdout + proc.stderr).decode(errors="replace")
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["check"], ["run"], ["info"], ["emit-c"], ["emit-py"], ["test", "-q"]])
+def test_nul_byte_in_an_import_is_a_located_error(tmp_path, command):
+    # Before: `ValueError: embedded null byte` from os.lstat, a traceback.
+    path = tmp_path / "t.nx"
+    path.write_bytes(b'import "nx_f\x00.nx"\nfunc main() -> i64 {\n    return 0\n}\n')
+    proc = subprocess.run([sys.executable, "-m", "nxc", *command, str(path)], capture_output=True, cwd=tmp_path)
+    out = (proc.stdout + proc.stderr).decode(errors="replace")
+    assert "Traceback" not in out and "internal error" not in out, out
+    assert "t.nx:1:1: error: import 'nx_f\\x00.nx': an import name may not hold a NUL byte" in out, out
+    assert proc.returncode != 0
