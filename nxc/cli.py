@@ -13,7 +13,7 @@ import time
 
 from nxc import __version__
 from nxc.diagnostics import CompileError, Diagnostics, ToolError
-from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
+from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -218,7 +218,7 @@ def _report_compile_error(exc: CompileError) -> int:
         print(d.render(), file=sys.stderr)
     n = len(exc.diagnostics)
     print(f"nxc: {n} error{'s' if n != 1 else ''}", file=sys.stderr)
-    return EXIT_FAIL
+    return EXIT_COMPILE_ERROR
 
 
 def _modules_of(paths: list[str]) -> list[str]:
@@ -246,8 +246,7 @@ def cmd_check(args) -> int:
         try:
             _check_summarised(path, args)
         except CompileError as exc:
-            _report_compile_error(exc)
-            status = EXIT_FAIL
+            status = _report_compile_error(exc)
     return status
 
 
@@ -286,7 +285,8 @@ def _run_folder(args) -> int:
         try:
             program, _ = _front(path, args)
         except CompileError as exc:
-            status = _report_compile_error(exc)
+            _report_compile_error(exc)
+            status = EXIT_FAIL              # a folder: 0 if every gate passed, else 1
             continue
         if program.entry is None:
             continue
@@ -298,7 +298,7 @@ def _run_folder(args) -> int:
         status = status if result == EXIT_OK else EXIT_FAIL
     if ran == 0 and status == EXIT_OK:
         print(f"nxc: error: no gate under {args.file}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_USAGE
     return status
 
 
@@ -398,11 +398,30 @@ COMMANDS["lsp"] = cmd_lsp
 COMMANDS["doc"] = cmd_doc
 
 
+# The positional arguments that name files or folders, per command ('-' is stdin).
+_PATH_ARGS = {"check": "files", "run": "file", "emit-c": "file", "emit-py": "file", "info": "module",
+              "fmt": "paths", "port": "pages", "doc": "paths", "test": "paths"}
+
+
+def _missing_path(args) -> str | None:
+    """The first path argument that does not exist: a usage mistake (2) for
+    every command alike, before any command reads it."""
+    names = getattr(args, _PATH_ARGS.get(args.command, ""), None)
+    for name in [names] if isinstance(names, str) else names or []:
+        if name != "-" and not os.path.exists(name):
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
+        return EXIT_USAGE
+    missing = _missing_path(args)
+    if missing is not None:
+        print(f"nxc: error: no such file or folder: '{missing}'", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "march", None) is not None:
         # the target travels inside the build configuration string (see build_config)
@@ -413,9 +432,9 @@ def main(argv: list[str] | None = None) -> int:
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
-    except ToolError as exc:
+    except ToolError as exc:            # the setup: no C compiler, an output that cannot be written
         print(f"nxc: error: {exc}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

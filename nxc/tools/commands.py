@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 
 def add_tool_parsers(sub, add_include) -> None:
@@ -144,7 +144,7 @@ def _port_check(path: str, args) -> int:
         report = infer_stubs(path, args.include)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     if report.missing:
         print(describe(report))
         if not args.stubs:
@@ -162,7 +162,7 @@ def _port_check(path: str, args) -> int:
         check_file(path, args.include, diags)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     for w in diags.warnings:
         print(w.render(), file=sys.stderr)
     print(f"{display_path(path)}: checks" + (" (against stubs)" if report.missing else ""))
@@ -185,7 +185,7 @@ def cmd_fmt(args) -> int:
         except CompileError as exc:
             _render_errors(exc.diagnostics)
             sys.stdout.write(text)          # unchanged, so a pipe loses nothing
-            return EXIT_FAIL
+            return EXIT_COMPILE_ERROR
         if args.check:
             return EXIT_OK if out == text else EXIT_FAIL
         if args.diff:
@@ -211,7 +211,7 @@ def cmd_fmt(args) -> int:
             out = format_source(src, diags)
         except CompileError as exc:
             _render_errors(exc.diagnostics)
-            status = EXIT_FAIL
+            status = EXIT_COMPILE_ERROR
             continue
         if out == src.text:
             continue
@@ -244,7 +244,7 @@ def cmd_info(args) -> int:
         info = module_info(args.module, args.include)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     print(render_json(info) if args.json else render(info))
     return EXIT_OK
 
