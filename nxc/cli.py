@@ -19,7 +19,19 @@ from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_INTERRUPTED, 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's default exits 2 with usage: keep that, say it plainly
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"nxc: error: {message}\n")
+        self.exit(EXIT_USAGE, f"nxc: error: {message}{_did_you_mean(self, message)}\n")
+
+
+def _did_you_mean(parser, message: str) -> str:
+    """'; did you mean 'test'?' for a misspelt subcommand (`nxc tset`)."""
+    import difflib
+    import re
+    m = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if m is None or sub is None:
+        return ""
+    close = difflib.get_close_matches(m.group(1), list(sub.choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _add_include(p):
@@ -65,8 +77,12 @@ def seconds(text: str) -> float:
     return value
 
 
+MIN_MEMORY_LIMIT = 16 << 20     # less cannot start a gate's process; it read as "0 MiB" (no limit)
+
+
 def memory_size(text: str) -> int:
-    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024);
+    0 (no limit) or at least MIN_MEMORY_LIMIT."""
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = t[-1:] if t[-1:] in units else ""
@@ -76,6 +92,9 @@ def memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 512M, 4G, 0)") from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a size of 0 or more")
+    if 0 < value < MIN_MEMORY_LIMIT:
+        raise argparse.ArgumentTypeError(f"'{text}' is {int(value)} bytes: a limit must be at least "
+                                         f"{MIN_MEMORY_LIMIT >> 20}M (or 0 for no limit)")
     return int(value)
 
 
@@ -113,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("emit-c", "C"), ("emit-py", "Python")):
         e = sub.add_parser(name, help=f"print the {what} generated for a module",
                            description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
-        e.add_argument("file", metavar="FILE")
+        e.add_argument("file", metavar="FILE", help="the module (its imports come along)")
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         if name == "emit-c":
             _add_unchecked(e)       # by default the checked C that nxc run builds
@@ -146,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only share K of N of the modules (CI sharding; see docs/runner.md)")
     t.add_argument("-W", dest="warnings_as", choices=["error"], default=None,
                    help="-W error: a module with warnings does not pass (COMPILE-ERROR)")
-    t.add_argument("--watch", action="store_true",
-                   help="after the run, rerun the gates a change affects whenever a .nx file under PATHs "
+    t.add_argument("--watch", action="store_true",      # no -w: in check, run and emit-* -w is --no-warn
+                   help="(no short form: -w is --no-warn elsewhere) after the run, rerun the gates a change affects whenever a .nx file under PATHs "
                         "changes (Ctrl-C ends it)")
     t.add_argument("--watch-iterations", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N reruns
     t.add_argument("--watch-interval", type=float, default=0.5, help=argparse.SUPPRESS)   # seconds between looks
@@ -174,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
                                     "built modules (c/), parsed modules (parse/), passing gate results "
                                     "(results/) and last-failed lists (state/).")
-    ca.add_argument("action", choices=["info", "clear"])
+    ca.add_argument("action", choices=["info", "clear"],
+                    help="info: where the cache is and what each part holds; clear: empty it")
 
     from nxc.tools.commands import add_tool_parsers     # port, fmt, info
     add_tool_parsers(sub, _add_include)

@@ -21,7 +21,8 @@ def add_tool_parsers(sub, add_include) -> None:
                                    "check each restored module; for every import that cannot be found, list the "
                                    "names the module uses from it with the signatures their uses imply. A PAGE that "
                                    "is already a .nx module is only checked (with --stubs: stubbed).")
-    p.add_argument("pages", nargs="+", metavar="PAGE")
+    p.add_argument("pages", nargs="+", metavar="PAGE",
+                   help="page files ('-': stdin), or .nx modules to check (and stub) only")
     p.add_argument("-o", "--output", default=".", metavar="DIR", help="where to write the modules (default: .)")
     p.add_argument("--stubs", action="store_true",
                    help="write a stub module for each missing import (next to the restored module)")
@@ -31,17 +32,17 @@ def add_tool_parsers(sub, add_include) -> None:
     add_include(p)
 
     f = sub.add_parser("fmt", help="format modules in the house layout (in place, or --check / --diff)",
-                       description="Format each .nx FILE (folders: every .nx file under them; '-': stdin to "
+                       description="Format each .nx PATH (folders: every .nx file under them; '-': stdin to "
                                    "stdout). Only blanks between tokens, indentation and blank-line runs change; "
                                    "line breaks and comments stay. A file that does not parse is left alone.")
-    f.add_argument("paths", nargs="+", metavar="PATH")
+    f.add_argument("paths", nargs="+", metavar="PATH", help=".nx files or folders (searched recursively); '-': stdin")
     f.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not formatted")
     f.add_argument("--diff", action="store_true", help="write nothing; print what would change as a diff")
 
     i = sub.add_parser("info", help="what a module defines: header, imports, signatures, layouts, gate checks",
                        description="Describe MODULE: header metadata, size, imports, functions with signatures "
                                    "and doc comments, constants, struct layouts, and the gate's checks.")
-    i.add_argument("module", metavar="MODULE")
+    i.add_argument("module", metavar="MODULE", help="the .nx module to describe")
     i.add_argument("--json", action="store_true", help="print one JSON object")
     add_include(i)
 
