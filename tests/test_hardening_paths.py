@@ -17,6 +17,7 @@ from nxc.backend.py.emit import emit_py
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
+from load_bounds import GATE_BOUND
 
 GATE = """\
 import "lib.nx"
@@ -58,7 +59,7 @@ def test_hostile_folder_names_run_and_pass_on_both_backends(tmp_path, monkeypatc
         for line in text.splitlines():
             assert not line.lstrip().startswith(("__import__", "__attribute__((constructor))", "#line 1 \"evil")), line
     for backend in ("c", "py"):
-        [outcome] = execute(program, backend, opt="0", use_cache=False, timeout=60)
+        [outcome] = execute(program, backend, opt="0", use_cache=False, timeout=GATE_BOUND)
         assert outcome.status == "PASS", (backend, outcome.status, outcome.message)
     assert not os.path.exists(marker)
 
@@ -70,7 +71,7 @@ def test_hostile_name_failure_is_still_located(tmp_path):
     gate.write_text("func main() -> i64 {\n    let p: *i64 = 0 as *i64\n    return p[0]\n}\n")
     program = check_file(str(gate), diags=Diagnostics())
     for backend in ("c", "py"):
-        [outcome] = execute(program, backend, timeout=60)
+        [outcome] = execute(program, backend, timeout=GATE_BOUND)
         assert outcome.status in ("RUNTIME-ERROR", "CRASH"), (backend, outcome.status)
         if outcome.status == "RUNTIME-ERROR":
             assert ":3:" in outcome.message
