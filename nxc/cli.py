@@ -436,6 +436,12 @@ def _missing_path(args) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from nxc.cache import one_run
+    with one_run():                     # the cache-full warning: once per run, not per worker
+        return _dispatch(parser, args)
+
+
+def _dispatch(parser, args) -> int:
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE
