@@ -17,6 +17,7 @@ a pickle), so (see docs/build.md):
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import hmac
 import json
@@ -88,9 +89,54 @@ def degrade(reason: str) -> str:
         _fallback = tempfile.mkdtemp(prefix="nxc-cache-")       # 0700
         owner = os.getpid()
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(_fallback, ignore_errors=True))
-        print(f"nxc: warning: {reason}; caching in a temporary folder for this run", file=sys.stderr)
+        if _first_to_warn(configured_dir()):
+            print(f"nxc: warning: {reason}; caching in a temporary folder for this run", file=sys.stderr)
     _usable[configured_dir()] = _fallback
     return _fallback
+
+
+RUN_ID_ENV = "NXC_RUN_ID"       # set by the `nxc` command for itself and the workers it starts
+
+
+def _marker(run: str, folder: str) -> str:
+    digest = hashlib.sha256(f"{run}\0{folder}".encode()).hexdigest()[:16]
+    return os.path.join(tempfile.gettempdir(), f"nxc-warned-{digest}")
+
+
+def _first_to_warn(folder: str) -> bool:
+    """One warning per run, not per process: `nxc test`'s workers each found
+    the cache full, and each printed it (issue 31). The first process of the
+    run to create the marker (in the temporary folder, not the full cache)
+    prints; the run's `nxc` command removes the marker when it ends."""
+    run = os.environ.get(RUN_ID_ENV)
+    if not run:
+        return True
+    try:
+        os.close(os.open(_marker(run, folder), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def one_run():
+    """The `nxc` command: names this run for the workers it starts (see
+    _first_to_warn) while it lasts, then removes the run's marker."""
+    if os.environ.get(RUN_ID_ENV):             # started by another nxc (a worker): its run
+        yield
+        return
+    run = os.environ[RUN_ID_ENV] = f"{os.getpid()}-{time.time_ns()}"
+    try:
+        yield
+    finally:
+        os.environ.pop(RUN_ID_ENV, None)
+        for folder in set(_usable) | {configured_dir()}:
+            try:
+                os.unlink(_marker(run, folder))
+            except OSError:
+                pass
 
 
 def degrade_after(exc: OSError) -> str:

@@ -13,13 +13,25 @@ import time
 
 from nxc import __version__
 from nxc.diagnostics import CompileError, Diagnostics, ToolError
-from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
+from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse's default exits 2 with usage: keep that, say it plainly
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"nxc: error: {message}\n")
+        self.exit(EXIT_USAGE, f"nxc: error: {message}{_did_you_mean(self, message)}\n")
+
+
+def _did_you_mean(parser, message: str) -> str:
+    """'; did you mean 'test'?' for a misspelt subcommand (`nxc tset`)."""
+    import difflib
+    import re
+    m = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+    sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    if m is None or sub is None:
+        return ""
+    close = difflib.get_close_matches(m.group(1), list(sub.choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _add_include(p):
@@ -65,8 +77,12 @@ def seconds(text: str) -> float:
     return value
 
 
+MIN_MEMORY_LIMIT = 16 << 20     # less cannot start a gate's process; it read as "0 MiB" (no limit)
+
+
 def memory_size(text: str) -> int:
-    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024)."""
+    """An argparse type: bytes, with an optional K, M, G or T suffix (powers of 1024);
+    0 (no limit) or at least MIN_MEMORY_LIMIT."""
     units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     unit = t[-1:] if t[-1:] in units else ""
@@ -76,6 +92,9 @@ def memory_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"'{text}' is not a size (e.g. 512M, 4G, 0)") from None
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a size of 0 or more")
+    if 0 < value < MIN_MEMORY_LIMIT:
+        raise argparse.ArgumentTypeError(f"'{text}' is {int(value)} bytes: a limit must be at least "
+                                         f"{MIN_MEMORY_LIMIT >> 20}M (or 0 for no limit)")
     return int(value)
 
 
@@ -113,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("emit-c", "C"), ("emit-py", "Python")):
         e = sub.add_parser(name, help=f"print the {what} generated for a module",
                            description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
-        e.add_argument("file", metavar="FILE")
+        e.add_argument("file", metavar="FILE", help="the module (its imports come along)")
         e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         if name == "emit-c":
             _add_unchecked(e)       # by default the checked C that nxc run builds
@@ -146,8 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run only share K of N of the modules (CI sharding; see docs/runner.md)")
     t.add_argument("-W", dest="warnings_as", choices=["error"], default=None,
                    help="-W error: a module with warnings does not pass (COMPILE-ERROR)")
-    t.add_argument("--watch", action="store_true",
-                   help="after the run, rerun the gates a change affects whenever a .nx file under PATHs "
+    t.add_argument("--watch", action="store_true",      # no -w: in check, run and emit-* -w is --no-warn
+                   help="(no short form: -w is --no-warn elsewhere) after the run, rerun the gates a change affects whenever a .nx file under PATHs "
                         "changes (Ctrl-C ends it)")
     t.add_argument("--watch-iterations", type=int, default=None, help=argparse.SUPPRESS)  # tests: stop after N reruns
     t.add_argument("--watch-interval", type=float, default=0.5, help=argparse.SUPPRESS)   # seconds between looks
@@ -174,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
                                     "built modules (c/), parsed modules (parse/), passing gate results "
                                     "(results/) and last-failed lists (state/).")
-    ca.add_argument("action", choices=["info", "clear"])
+    ca.add_argument("action", choices=["info", "clear"],
+                    help="info: where the cache is and what each part holds; clear: empty it")
 
     from nxc.tools.commands import add_tool_parsers     # port, fmt, info
     add_tool_parsers(sub, _add_include)
@@ -218,7 +238,7 @@ def _report_compile_error(exc: CompileError) -> int:
         print(d.render(), file=sys.stderr)
     n = len(exc.diagnostics)
     print(f"nxc: {n} error{'s' if n != 1 else ''}", file=sys.stderr)
-    return EXIT_FAIL
+    return EXIT_COMPILE_ERROR
 
 
 def _modules_of(paths: list[str]) -> list[str]:
@@ -246,8 +266,7 @@ def cmd_check(args) -> int:
         try:
             _check_summarised(path, args)
         except CompileError as exc:
-            _report_compile_error(exc)
-            status = EXIT_FAIL
+            status = _report_compile_error(exc)
     return status
 
 
@@ -286,7 +305,8 @@ def _run_folder(args) -> int:
         try:
             program, _ = _front(path, args)
         except CompileError as exc:
-            status = _report_compile_error(exc)
+            _report_compile_error(exc)
+            status = EXIT_FAIL              # a folder: 0 if every gate passed, else 1
             continue
         if program.entry is None:
             continue
@@ -298,7 +318,7 @@ def _run_folder(args) -> int:
         status = status if result == EXIT_OK else EXIT_FAIL
     if ran == 0 and status == EXIT_OK:
         print(f"nxc: error: no gate under {args.file}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_USAGE
     return status
 
 
@@ -398,11 +418,36 @@ COMMANDS["lsp"] = cmd_lsp
 COMMANDS["doc"] = cmd_doc
 
 
+# The positional arguments that name files or folders, per command ('-' is stdin).
+_PATH_ARGS = {"check": "files", "run": "file", "emit-c": "file", "emit-py": "file", "info": "module",
+              "fmt": "paths", "port": "pages", "doc": "paths", "test": "paths"}
+
+
+def _missing_path(args) -> str | None:
+    """The first path argument that does not exist: a usage mistake (2) for
+    every command alike, before any command reads it."""
+    names = getattr(args, _PATH_ARGS.get(args.command, ""), None)
+    for name in [names] if isinstance(names, str) else names or []:
+        if name != "-" and not os.path.exists(name):
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from nxc.cache import one_run
+    with one_run():                     # the cache-full warning: once per run, not per worker
+        return _dispatch(parser, args)
+
+
+def _dispatch(parser, args) -> int:
     if args.command is None:
         parser.print_help()
+        return EXIT_USAGE
+    missing = _missing_path(args)
+    if missing is not None:
+        print(f"nxc: error: no such file or folder: '{missing}'", file=sys.stderr)
         return EXIT_USAGE
     if getattr(args, "march", None) is not None:
         # the target travels inside the build configuration string (see build_config)
@@ -413,9 +458,9 @@ def main(argv: list[str] | None = None) -> int:
         return test_main(args)
     try:
         return COMMANDS[args.command](args)
-    except ToolError as exc:
+    except ToolError as exc:            # the setup: no C compiler, an output that cannot be written
         print(f"nxc: error: {exc}", file=sys.stderr)
-        return EXIT_FAIL
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("nxc: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

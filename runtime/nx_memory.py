@@ -338,16 +338,24 @@ class Runtime:
         return done
 
     # ---- reading files (sys_file_*): errors are negative codes, like the C runtime ----
-    # Handles are small integers into self-owned OS file descriptors; a path or buffer that
-    # is not valid nx memory is a bad argument (-2) here, where C would be undefined.
+    # Handles are small integers into self-owned OS file descriptors. A path or buffer that
+    # is not n bytes of nx memory is a memory fault, located at the call, before anything
+    # else is looked at, in the words of checked C (nxrt_chk_sys_file_open/_read): a
+    # return code here would make the backends disagree.
     FILE_ERR_OPEN, FILE_ERR_ARG, FILE_ERR_IO, FILE_ERR_TOO_MANY = -1, -2, -3, -4
     MAX_FILES = 64
 
     def _files(self) -> dict:
         return self.open_files
 
+    def _extern_range(self, a: int, n: int, site: int) -> None:
+        """nxrt_chk_range: [a, a + n) must be valid nx memory, else a located fault."""
+        if n > 0 and self._first_invalid(a, n) is not None:
+            raise self.error(site, self._describe(a, n, "access"))
+
     def sys_file_open(self, path: int, n: int, site: int = -1) -> int:
-        if path == 0 or n <= 0 or n > 4096 or self._first_invalid(path, n) is not None:
+        self._extern_range(path, n, site)
+        if path == 0 or n <= 0 or n > 4096:
             return self.FILE_ERR_ARG
         name = bytes(self.arena[path:path + n])
         if b"\0" in name:
@@ -387,12 +395,11 @@ class Runtime:
             return self.FILE_ERR_IO
 
     def sys_file_read(self, h: int, offset: int, buf: int, n: int, site: int = -1) -> int:
+        self._extern_range(buf, n, site)
         fd = self._files().get(h)
         if fd is None:
             return self.FILE_ERR_OPEN
-        if offset < 0 or n < 0 or (buf == 0 and n > 0):
-            return self.FILE_ERR_ARG
-        if n and self._first_invalid(buf, n) is not None:
+        if offset < 0 or n < 0:
             return self.FILE_ERR_ARG
         done = 0
         while done < n:

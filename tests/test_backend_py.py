@@ -23,6 +23,7 @@ from nxc.backend.registry import backend_for
 from nxc.gates.protocol import Status
 from nxc.gates.run import execute
 from nxc.backend.py.run import runtime_modules
+from load_bounds import GATE_BOUND
 
 PASS, FAIL, ERROR, TIMEOUT = Status.PASS, Status.FAIL, Status.RUNTIME_ERROR, Status.TIMEOUT
 
@@ -35,6 +36,7 @@ def program_of(path: str):
 
 
 def run_py(path: str, **kw):
+    kw.setdefault("timeout", GATE_BOUND)
     return execute(program_of(path), "py", **kw)[0]
 
 
@@ -118,7 +120,7 @@ def test_same_faults_on_the_c_backend_are_not_silently_passed(write_nx):
     sys_munmap(p, 16)
     p[0] = 3
     return 0""")
-    outcomes = execute(program_of(path), "both")
+    outcomes = execute(program_of(path), "both", timeout=GATE_BOUND)
     assert outcomes[0].status == outcomes[1].status == ERROR
     assert "after sys_munmap" in outcomes[0].message and "after sys_munmap" in outcomes[1].message
 
@@ -287,7 +289,7 @@ func main() -> i64 {
     program = program_of(path)
     emitted = emit_py(program)
     compile(emitted.text, "x", "exec")
-    assert execute(program, "py")[0].status == PASS
+    assert execute(program, "py", timeout=GATE_BOUND)[0].status == PASS
 
 
 def test_load_py_calls_functions_in_process(write_nx):

@@ -29,6 +29,7 @@ from nxc.diagnostics import Diagnostics
 from nxc.check.frontend import check_file
 from nxc.gates.run import execute
 from nxc.check.types import IntType
+from load_bounds import GATE_BOUND
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NX_SRC = os.path.join(ROOT, "nx_src")
@@ -255,7 +256,7 @@ def test_division_by_zero_traps_on_both_backends_at_the_same_place(int_modules):
 # ---------------------------------------------------------------- whole programs
 def run_both(path: str):
     program = check_file(path, diags=Diagnostics(warnings=False))
-    c, py = execute(program, "both", timeout=120)
+    c, py = execute(program, "both", timeout=GATE_BOUND)
     assert (c.status, c.value) == (py.status, py.value), f"C: {c.status} {c.value} {c.message} / " \
         f"Python: {py.status} {py.value} {py.message}"
     if c.gate_return is not None or py.gate_return is not None:
@@ -486,7 +487,7 @@ def test_bundled_gates_pass_with_backend_both(path, capsys):
     program = check_file(full, diags=Diagnostics(warnings=False))
     if program.entry is None:
         return  # a library module: checking it clean (above) is the test
-    assert cli_main(["run", "--backend", "both", "-w", full]) == 0, capsys.readouterr().err
+    assert cli_main(["run", "--backend", "both", "-w", "--timeout", str(GATE_BOUND), full]) == 0, capsys.readouterr().err
 
 
 # ---------------------------------------------------------------- kernels on random inputs

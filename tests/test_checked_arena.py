@@ -13,6 +13,7 @@ import pytest
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
+from load_bounds import GATE_BOUND
 
 # Map and unmap n small mappings (writing each), so that chunks fill and recycle.
 CHURN = """
@@ -39,7 +40,7 @@ CHURN = """
 
 def outcome(write_nx, source: str, backend: str):
     path = write_nx(CHURN + source)
-    return execute(check_file(path, diags=Diagnostics()), backend)[0]
+    return execute(check_file(path, diags=Diagnostics()), backend, timeout=GATE_BOUND)[0]
 
 
 def line_of(source: str, text: str) -> int:
@@ -200,7 +201,7 @@ BIG = """
 
 def big_outcome(write_nx, source: str, backend: str = "c"):
     path = write_nx(BIG + source)
-    return execute(check_file(path, diags=Diagnostics()), backend)[0]
+    return execute(check_file(path, diags=Diagnostics()), backend, timeout=GATE_BOUND)[0]
 
 
 @pytest.mark.parametrize("words", [4096, 32768, 20000])

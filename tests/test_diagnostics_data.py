@@ -20,7 +20,7 @@ The test compares the full set of reported (line, column, severity, message)
 with the announced one, so a missing, an extra, a moved or a reworded
 diagnostic fails; a file announcing nothing must check clean. It also checks
 each diagnostic's rendering (header, source line, caret under the column) and
-the exit status (1 with errors, 0 without). Cases that need several files
+the exit status (3, a compile error, with errors; 0 without). Cases that need several files
 (import chains, notes in another module) or look at the API stay in
 test_checker.py.
 """
@@ -97,7 +97,7 @@ def test_diagnostics_match_the_comments(path, capsys):
     missing = sorted(wanted_exact - set(got)) + sorted(wanted_loose - loose)
     assert not unexpected and not missing, f"\nunexpected: {unexpected}\nmissing: {missing}"
     has_errors = any(sev == "error" for (_, _, sev, _) in got)
-    assert status == (1 if has_errors else 0)
+    assert status == (3 if has_errors else 0)
 
 
 def test_the_expectation_syntax():

@@ -157,7 +157,7 @@ def test_a_comment_anywhere_stays_on_its_line_exactly_once():
 def test_a_file_that_does_not_parse_is_left_alone(tmp_path, capsys):
     path = tmp_path / "bad.nx"
     path.write_text("func f() -> i64 {\n  return (1 +\n}\n", encoding="utf-8")
-    assert main(["fmt", str(path)]) == 1
+    assert main(["fmt", str(path)]) == 3
     assert path.read_text() == "func f() -> i64 {\n  return (1 +\n}\n"
     assert "bad.nx:2:10: error: '(' is never closed" in capsys.readouterr().err
 

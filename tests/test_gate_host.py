@@ -24,6 +24,7 @@ from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates import host as gate_host
 from nxc.gates.run import run_gate
+from load_bounds import GATE_BOUND
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="memfd, /proc and PDEATHSIG are Linux's")
 
@@ -268,5 +269,5 @@ def test_a_library_that_does_not_hold_its_plan_is_refused_through_the_host(tmp_p
     monkeypatch.setattr(objects.LinkedC, "binding", property(lambda self: wrong))
     before = host.current().gates
     with pytest.raises(c_build.BuildError, match="does not hold the modules its link planned"):
-        run_gate(program, "c", timeout=60)
+        run_gate(program, "c", timeout=GATE_BOUND)
     assert host.current().gates == before + 1

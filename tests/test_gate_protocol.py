@@ -10,6 +10,7 @@ from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.protocol import Outcome, Site, Status
 from nxc.gates.run import run_gate
+from load_bounds import GATE_BOUND
 
 DIVZERO = """func helper(z: i64) -> i64 {
     return 10 / z
@@ -51,7 +52,7 @@ def test_an_outcome_survives_the_pipe():
 @pytest.mark.parametrize("backend", ["c", "py"])
 def test_a_runtime_error_carries_its_site_as_data(write_nx, backend):
     path = write_nx(DIVZERO, name="div.nx")
-    o = run_gate(program(path), backend, timeout=60)
+    o = run_gate(program(path), backend, timeout=GATE_BOUND)
     assert o.status is Status.RUNTIME_ERROR, (o.status, o.message)
     assert o.site is not None
     assert os.path.samefile(o.site.file, path)
@@ -65,7 +66,7 @@ def test_a_runtime_error_carries_its_site_as_data(write_nx, backend):
 @pytest.mark.parametrize("backend", ["c", "py"])
 def test_a_failed_gate_names_the_return_and_its_operands(write_nx, backend):
     path = write_nx(FAILING, name="fail.nx")
-    o = run_gate(program(path), backend, timeout=60)
+    o = run_gate(program(path), backend, timeout=GATE_BOUND)
     assert (o.status, o.value) == (Status.FAIL, 7)
     assert (o.site.line, o.site.function) == (3, "main") and os.path.samefile(o.site.file, path)
     assert o.gate_return is not None and o.gate_return.node.pos.line == 3

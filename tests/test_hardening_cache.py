@@ -23,6 +23,7 @@ from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
 from nxc.syntax import loader
+from load_bounds import GATE_BOUND
 
 GATE = "func main() -> i64 {{\n    return {value}\n}}\n"
 
@@ -46,7 +47,7 @@ def _program(tmp_path, name, value):
 
 def _run_c(program):
     build_mod._loaded.clear()
-    [outcome] = execute(program, "c", timeout=60)
+    [outcome] = execute(program, "c", timeout=GATE_BOUND)
     return outcome
 
 
@@ -127,7 +128,7 @@ def test_another_modules_parse_entry_in_place_of_an_entry_is_parsed_again(tmp_pa
     loader._PARSED.clear()
     program = check_file(str(b), diags=Diagnostics())
     assert [f.name for f in program.graph.root.items] == ["main"]
-    assert execute(program, "py", timeout=60)[0].status == "PASS"
+    assert execute(program, "py", timeout=GATE_BOUND)[0].status == "PASS"
 
 
 def test_cache_folder_is_created_private(own_cache):
@@ -221,7 +222,7 @@ def test_an_entry_appears_already_stamped(tmp_path, own_cache, monkeypatch):
     gate = tmp_path / "gate.nx"
     gate.write_text('import "lib.nx"\n\nfunc main() -> i64 {\n    if helper(4) != 6 { return 1 }\n    return 0\n}\n')
     program = check_file(str(gate), [], Diagnostics())
-    [outcome] = execute(program, "c", timeout=60)
+    [outcome] = execute(program, "c", timeout=GATE_BOUND)
     assert outcome.status == "PASS", outcome
     kinds = {os.path.basename(p).split("-")[0] if "-" in os.path.basename(p) else os.path.splitext(p)[1]
              for p in published}

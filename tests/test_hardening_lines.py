@@ -13,6 +13,7 @@ from nxc.diagnostics import Diagnostics, SourceFile
 from nxc.gates.run import execute
 
 from conftest import compile_errors
+from load_bounds import GATE_BOUND
 
 GATE = ["// a gate whose first check fails", "func main() -> i64 {", "    return 1", "}", ""]
 
@@ -24,7 +25,7 @@ def test_gate_fails_whatever_its_line_ends(tmp_path, end):
     path = tmp_path / "g.nx"
     path.write_bytes(end.join(GATE).encode())
     program = check_file(str(path), diags=Diagnostics())
-    outcome = execute(program, "py", timeout=60)[0]
+    outcome = execute(program, "py", timeout=GATE_BOUND)[0]
     assert (outcome.status, outcome.value) == ("FAIL", 1)
     assert outcome.gate_return.node.pos.line == 3
 

@@ -17,6 +17,7 @@ from nxc.backend.py.emit import emit_py
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
+from load_bounds import GATE_BOUND
 
 GATE = """\
 import "lib.nx"
@@ -58,7 +59,7 @@ def test_hostile_folder_names_run_and_pass_on_both_backends(tmp_path, monkeypatc
         for line in text.splitlines():
             assert not line.lstrip().startswith(("__import__", "__attribute__((constructor))", "#line 1 \"evil")), line
     for backend in ("c", "py"):
-        [outcome] = execute(program, backend, opt="0", use_cache=False, timeout=60)
+        [outcome] = execute(program, backend, opt="0", use_cache=False, timeout=GATE_BOUND)
         assert outcome.status == "PASS", (backend, outcome.status, outcome.message)
     assert not os.path.exists(marker)
 
@@ -70,7 +71,7 @@ def test_hostile_name_failure_is_still_located(tmp_path):
     gate.write_text("func main() -> i64 {\n    let p: *i64 = 0 as *i64\n    return p[0]\n}\n")
     program = check_file(str(gate), diags=Diagnostics())
     for backend in ("c", "py"):
-        [outcome] = execute(program, backend, timeout=60)
+        [outcome] = execute(program, backend, timeout=GATE_BOUND)
         assert outcome.status in ("RUNTIME-ERROR", "CRASH"), (backend, outcome.status)
         if outcome.status == "RUNTIME-ERROR":
             assert ":3:" in outcome.message
@@ -86,3 +87,15 @@ def test_non_utf8_file_name(tmp_path, command):
     proc = subprocess.run([sys.executable, "-m", "nxc", *command, str(path)], capture_output=True, cwd=tmp_path)
     assert b"Traceback" not in proc.stderr + proc.stdout, (proc.stdout + proc.stderr).decode(errors="replace")
     assert proc.returncode == 0, (proc.stdout + proc.stderr).decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["check"], ["run"], ["info"], ["emit-c"], ["emit-py"], ["test", "-q"]])
+def test_nul_byte_in_an_import_is_a_located_error(tmp_path, command):
+    # Before: `ValueError: embedded null byte` from os.lstat, a traceback.
+    path = tmp_path / "t.nx"
+    path.write_bytes(b'import "nx_f\x00.nx"\nfunc main() -> i64 {\n    return 0\n}\n')
+    proc = subprocess.run([sys.executable, "-m", "nxc", *command, str(path)], capture_output=True, cwd=tmp_path)
+    out = (proc.stdout + proc.stderr).decode(errors="replace")
+    assert "Traceback" not in out and "internal error" not in out, out
+    assert "t.nx:1:1: error: import 'nx_f\\x00.nx': an import name may not hold a NUL byte" in out, out
+    assert proc.returncode == (1 if command[0] == "test" else 3)     # test: an item did not pass

@@ -36,7 +36,7 @@ def test_no_compiler_on_path(gate, tmp_path):
     bare = tmp_path / "bin"
     bare.mkdir()
     proc = _nxc("run", "--no-cache", gate, env={"PATH": str(bare), "CC": ""})
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "no C compiler" in proc.stderr and "CC" in proc.stderr
 
 
@@ -51,7 +51,7 @@ def test_emit_c_to_a_bad_output_path(gate, tmp_path, where):
     target = str(tmp_path) if where == "dir" else str(tmp_path / "missing" / "x.c")
     for command in ("emit-c", "emit-py"):
         proc = _nxc(command, gate, "-o", target)
-        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert proc.stderr.startswith(f"nxc: error: cannot write '{target}'")
 
 
@@ -71,7 +71,7 @@ def test_import_outside_the_search_folders_is_refused_unquoted(tmp_path, name):
     (tmp_path / "sub" / "notes.txt").write_text("secret notes\n")
     path.write_text(f'import "{name}"\nfunc main() -> i64 {{ return 0 }}\n')
     proc = _nxc("check", str(path))
-    assert proc.returncode == 1
+    assert proc.returncode == 3     # a compile error (docs/errors.md#exit-statuses)
     assert proc.stderr.splitlines()[0].startswith(f"{path}:1:1: error: import \"{name}\"")
     assert "root:" not in proc.stderr and "never be quoted" not in proc.stderr and "secret" not in proc.stderr
 

@@ -82,7 +82,7 @@ def test_info_of_a_library_and_of_a_broken_module(tmp_path, capsys):
     assert "gate: none (a library module)" in capsys.readouterr().out
     bad = tmp_path / "bad.nx"
     bad.write_text("func f() -> i64 { return x }\n", encoding="utf-8")
-    assert main(["info", str(bad)]) == 1
+    assert main(["info", str(bad)]) == 3
     assert "bad.nx:1:26: error: undefined name 'x'" in capsys.readouterr().err
 
 
@@ -94,7 +94,7 @@ def test_check_and_run_take_folders(tmp_path, capsys):
     assert f"PASS {tmp_path / 'a.nx'}" in capsys.readouterr().err
     (tmp_path / "b.nx").write_text("func main() -> i64 {\n    return 3\n}\n", encoding="utf-8")
     (tmp_path / "c.nx").write_text("func f() -> i64 { return y }\n", encoding="utf-8")
-    assert main(["check", str(tmp_path)]) == 1
+    assert main(["check", str(tmp_path)]) == 3
     assert "c.nx:1:26: error: undefined name 'y'" in capsys.readouterr().err
     assert main(["run", str(tmp_path)]) == 1
     err = capsys.readouterr().err

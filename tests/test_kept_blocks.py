@@ -9,6 +9,7 @@ import pytest
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
+from load_bounds import GATE_BOUND
 
 # Map, dirty every byte, unmap (with a size that is wrong in a different way
 # each round), map again at sizes around, below and above the first: every
@@ -67,7 +68,7 @@ def test_reused_blocks_are_zeroed_and_big_enough(write_nx, checked):
 
 def test_python_backend_agrees(write_nx):
     program = check_file(write_nx(PROGRAM), diags=Diagnostics())
-    outcome = execute(program, "py")[0]
+    outcome = execute(program, "py", timeout=GATE_BOUND)[0]
     assert outcome.status == "PASS", (outcome.value, outcome.message)
 
 

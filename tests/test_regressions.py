@@ -11,6 +11,7 @@ import pytest
 from nxc.diagnostics import Diagnostics
 from nxc.check.frontend import check_file
 from nxc.gates.run import execute
+from load_bounds import GATE_BOUND
 
 CASES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "regressions", "*.nx")))
 
@@ -20,5 +21,5 @@ CASES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "regressions", 
 def test_regression_case_passes(path, config):
     program = check_file(path, diags=Diagnostics())
     backend = "py" if config == "py" else "c"
-    outcome = execute(program, backend, opt=config[-1] if backend == "c" else "2", timeout=60)[0]
+    outcome = execute(program, backend, opt=config[-1] if backend == "c" else "2", timeout=GATE_BOUND)[0]
     assert outcome.status == "PASS", (outcome.status, outcome.value, outcome.message)

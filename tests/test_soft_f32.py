@@ -30,6 +30,7 @@ from nxc.check.frontend import check_file
 from nxc.paths import bundled_dir
 from nxc.gates.run import execute
 from nxc.backend.py.run import runtime_modules
+from load_bounds import GATE_BOUND
 
 SOFT = os.path.join(bundled_dir(), "nx_f32_soft.nx")
 GATES = sorted(p for p in glob.glob(os.path.join(bundled_dir(), "*.nx"))
@@ -176,4 +177,4 @@ def test_soft_mode_in_a_module_that_imports_no_float_module(write_nx):
     """)
     program = check_file(path, diags=Diagnostics(), soft_f32=True)
     assert any(fn.decl.name == "nx_soft_f32_add" for fn in program.functions)
-    assert execute(program, "py")[0].status == "PASS"
+    assert execute(program, "py", timeout=GATE_BOUND)[0].status == "PASS"

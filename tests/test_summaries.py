@@ -152,11 +152,11 @@ def test_an_error_in_an_imported_module_keeps_its_import_notes_and_is_never_a_ve
     check(tree, cache)
     edit(tree / "leaf.nx", "return x + N", "return x + NN")
     proc, _, _ = check(tree, cache)
-    assert proc.returncode == 1
+    assert proc.returncode == 3
     assert "leaf.nx:7:16: error: undefined name 'NN'" in proc.stderr
     assert proc.stderr.count("note: imported from here") == 2          # top.nx -> box.nx -> leaf.nx
     proc, _, _ = check(tree, cache)
-    assert proc.returncode == 1 and "undefined name 'NN'" in proc.stderr
+    assert proc.returncode == 3 and "undefined name 'NN'" in proc.stderr
     edit(tree / "leaf.nx", "return x + NN", "return x + N")
     proc, checked, _ = check(tree, cache)
     assert proc.returncode == 0 and checked == set()      # back to the text checked clean before: its verdict

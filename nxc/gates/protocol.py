@@ -36,13 +36,15 @@ class Status(str, enum.Enum):
         return format(self.value, spec)
 
 
-# Exit statuses of the `nxc` command line.
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_TESTS, EXIT_INTERRUPTED = 0, 1, 2, 5, 130
-# `nxc run` tells a failing gate (1; its value is printed) from each tool
-# outcome, after the shell's conventions where there is one (124 as
-# timeout(1), 128+N for signal N); README and docs/runner.md list them.
+# Exit statuses of the `nxc` command line: one table for every command
+# (docs/errors.md#exit-statuses). A failing gate (1; its value is printed) is
+# told from each tool outcome, after the shell's conventions where there is
+# one (124 as timeout(1), 128+N for signal N, 130 for Ctrl-C). Nothing to run
+# is a usage mistake (2), not pytest's 5, which here means the backends disagree.
 RUN_PASS, RUN_FAIL, RUN_USAGE, RUN_COMPILE_ERROR, RUN_RUNTIME_ERROR = 0, 1, 2, 3, 4
 RUN_MISMATCH, RUN_INTERNAL, RUN_TIMEOUT, RUN_SIGNAL_BASE = 5, 70, 124, 128
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_COMPILE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_NO_TESTS = EXIT_USAGE
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,8 @@ def import_refusal(name: str) -> str | None:
     a path that climbs out with `..`, or another kind of file would let a
     module read (and an error message quote) any file on the machine.
     """
+    if "\0" in name:       # no file name holds one; os.stat would raise ValueError
+        return f"import {name!r}: an import name may not hold a NUL byte"
     if os.path.isabs(name):
         return f"import \"{name}\": an import is a path relative to the search folders, not an absolute path"
     if os.path.normpath(name).split(os.sep)[0] == os.pardir:
@@ -75,6 +77,8 @@ def resolve_import(name: str, importer_dir: str, include: list[str] | None,
     folder's real path joined with it, one lstat instead of realpath's walk
     over every folder of the path (a gate of a large tree resolves some
     hundreds of imports)."""
+    if "\0" in name:       # import_refusal's message; callers that skip it find nothing
+        return None, []
     plain = real_dirs is not None and os.sep not in name and (os.altsep is None or os.altsep not in name)
     tried = []
     for d in [importer_dir, *search_path(include)] if not plain else _folders(importer_dir, include):

@@ -11,7 +11,7 @@ import difflib
 import os
 import sys
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_OK, EXIT_USAGE
 
 
 def add_tool_parsers(sub, add_include) -> None:
@@ -21,7 +21,8 @@ def add_tool_parsers(sub, add_include) -> None:
                                    "check each restored module; for every import that cannot be found, list the "
                                    "names the module uses from it with the signatures their uses imply. A PAGE that "
                                    "is already a .nx module is only checked (with --stubs: stubbed).")
-    p.add_argument("pages", nargs="+", metavar="PAGE")
+    p.add_argument("pages", nargs="+", metavar="PAGE",
+                   help="page files ('-': stdin), or .nx modules to check (and stub) only")
     p.add_argument("-o", "--output", default=".", metavar="DIR", help="where to write the modules (default: .)")
     p.add_argument("--stubs", action="store_true",
                    help="write a stub module for each missing import (next to the restored module)")
@@ -31,10 +32,10 @@ def add_tool_parsers(sub, add_include) -> None:
     add_include(p)
 
     f = sub.add_parser("fmt", help="format modules in the house layout (in place, or --check / --diff)",
-                       description="Format each .nx FILE (folders: every .nx file under them; '-': stdin to "
+                       description="Format each .nx PATH (folders: every .nx file under them; '-': stdin to "
                                    "stdout). Only blanks between tokens, indentation and blank-line runs change; "
                                    "line breaks and comments stay. A file that does not parse is left alone.")
-    f.add_argument("paths", nargs="+", metavar="PATH")
+    f.add_argument("paths", nargs="+", metavar="PATH", help=".nx files or folders (searched recursively); '-': stdin")
     f.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not formatted")
     f.add_argument("--diff", action="store_true", help="write nothing; print what would change as a diff")
 
@@ -44,7 +45,7 @@ def add_tool_parsers(sub, add_include) -> None:
                                    "--where NAME: which modules on the search path (MODULE's folder, or the "
                                    "current one; -I, NXPATH, the bundled nx_src/) define NAME, and the import "
                                    "that brings each in.")
-    i.add_argument("module", metavar="MODULE", nargs="?")
+    i.add_argument("module", metavar="MODULE", nargs="?", help="the .nx module to describe (with --where: where to start the search)")
     i.add_argument("--where", metavar="NAME",
                    help="list the modules on the search path that define NAME (function, struct, type, constant, "
                         "global), with file:line; exit 1 if none does")
@@ -160,7 +161,7 @@ def _port_check(path: str, args) -> int:
         report = infer_stubs(path, args.include)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     if report.missing:
         print(describe(report))
         if not args.stubs:
@@ -188,7 +189,7 @@ def _port_check(path: str, args) -> int:
         check_file(path, args.include, diags)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     for w in diags.warnings:
         print(w.render(), file=sys.stderr)
     print(f"{display_path(path)}: checks" + (" (against stubs)" if report.missing else ""))
@@ -211,7 +212,7 @@ def cmd_fmt(args) -> int:
         except CompileError as exc:
             _render_errors(exc.diagnostics)
             sys.stdout.write(text)          # unchanged, so a pipe loses nothing
-            return EXIT_FAIL
+            return EXIT_COMPILE_ERROR
         if args.check:
             return EXIT_OK if out == text else EXIT_FAIL
         if args.diff:
@@ -237,7 +238,7 @@ def cmd_fmt(args) -> int:
             out = format_source(src, diags)
         except CompileError as exc:
             _render_errors(exc.diagnostics)
-            status = EXIT_FAIL
+            status = EXIT_COMPILE_ERROR
             continue
         mixed = mixed_line_ends(path)
         if out == src.text and mixed is None:
@@ -276,7 +277,7 @@ def cmd_info(args) -> int:
         info = module_info(args.module, args.include)
     except CompileError as exc:
         _render_errors(exc.diagnostics)
-        return EXIT_FAIL
+        return EXIT_COMPILE_ERROR
     print(render_json(info) if args.json else render(info))
     return EXIT_OK
 

@@ -37,6 +37,10 @@ import keyword
 import os
 from dataclasses import dataclass, field
 
+# The externs whose memory faults are located at the call (runtime/nx_memory.py),
+# as checked C's nxrt_chk_* wrappers are.
+SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read")
+
 
 from nxc import __version__
 from nxc.syntax import ast
@@ -363,7 +367,7 @@ class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
             args = [strip(self.ring(a)) for a in e.args]
         else:
             args = [strip(self.value(a)) for a in e.args]
-        if sym.kind == "extern" and sym.name in ("sys_mmap", "sys_munmap", "sys_write"):
+        if sym.kind == "extern" and sym.name in SITED_EXTERNS:
             args.append(str(self.site(e.pos, sym.name[4:])))
         return f"{name}({', '.join(args)})"
 
