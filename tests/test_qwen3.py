@@ -320,5 +320,5 @@ def test_command_line(files, capsys):
     assert qwen3.main([str(files["f32"][0]), "--tokens", "5,17,200,3", "--new", "4"]) == 0
     text = capsys.readouterr().out
     assert "2 layers, hidden 64" in text and "greedy:" in text
-    assert qwen3.main([os.devnull + "x", "--tokens", "1"]) == 1
+    assert qwen3.main([os.devnull + "x", "--tokens", "1"]) == 2
     assert "cannot open" in capsys.readouterr().err

@@ -108,9 +108,9 @@ def test_command_writes_the_embeddings(model_file, encoder, tmp_path):
     got = np.load(out)
     assert np.array_equal(got.view(np.uint32), encoder.encode(PROMPT).view(np.uint32))
     r = _cmd(str(tmp_path / "missing.gguf"), PROMPT)
-    assert r.returncode == 1 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
+    assert r.returncode == 2 and r.stderr.startswith("error:") and "Traceback" not in r.stderr
     r = _cmd(str(model_file[0]), PROMPT, "--layer", "99")
-    assert r.returncode == 1 and "hidden_states has" in r.stderr
+    assert r.returncode == 2 and "hidden_states has" in r.stderr
 
 
 # ---- the KV cache, sized to what is asked -------------------------------------------------

@@ -151,6 +151,6 @@ def test_command_encodes_decodes_and_reports_errors(pair, tmp_path):
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"not a gguf file at all, really")
     r = run(str(bad), "x")
-    assert r.returncode == 1 and "error:" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "error:" in r.stderr and "Traceback" not in r.stderr
     r = run(str(path))
     assert r.returncode == 2 and "Traceback" not in r.stderr

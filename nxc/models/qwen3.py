@@ -370,13 +370,13 @@ def encode_main(argv=None) -> int:
         emb = enc.encode(args.prompt)
     except (EncoderError, Qwen3Error) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return 2
     if args.output:
         try:
             np.save(args.output, emb)
         except OSError as e:
             print(f"error: cannot write {args.output}: {e.strerror or e}", file=sys.stderr)
-            return 1
+            return 2
         print(f"wrote {args.output}: float32 {list(emb.shape)} (hidden_states[{args.layer}])")
     else:
         print(f"float32 {list(emb.shape)} (hidden_states[{args.layer}]); last row, first 8:",
@@ -384,6 +384,8 @@ def encode_main(argv=None) -> int:
     return 0
 
 
+# Exit statuses as every nxc command's (docs/errors.md): 0 done, 2 a bad argument or a file
+# that cannot be used (missing, damaged, refused), which is where every failure here lands.
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] == "encode":
@@ -409,7 +411,7 @@ def main(argv=None) -> int:
         gen = model.generate(toks, args.new)
     except Qwen3Error as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 1
+        return 2
     c = model.config
     print(f"{args.model}: {c['n_layers']} layers, hidden {c['hidden']}, {c['n_heads']}/{c['n_kv_heads']} heads, "
           f"head_dim {c['head_dim']}, vocab {c['vocab']}")

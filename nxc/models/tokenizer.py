@@ -298,7 +298,7 @@ def main(argv=None) -> int:
         ids = tok.encode(args.text, special=not args.no_special)
     except TokenizerError as e:
         print(f"nxc tokenizer: error: {e}", file=sys.stderr)
-        return 1
+        return 2
     if args.show:
         for i in ids:
             print(f"{i}\t{tok.id_to_token(i)!r}")
