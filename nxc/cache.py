@@ -268,7 +268,9 @@ _sealed: "OrderedDict[str, tuple]" = OrderedDict()     # path -> (identity, name
 TOUCH_EVERY = 60.0      # seconds (mark_used)
 
 
-def _identity(path: str) -> tuple | None:
+def file_identity(path: str) -> tuple | None:
+    """(device, inode, size, mtime_ns) of path, None if it cannot be stat'ed: equal
+    identities mean the file was not replaced or rewritten (under the racy-clean rule)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -292,7 +294,7 @@ def forget_verified() -> None:
 def stamped(path: str) -> bool:
     """Whether `path` is exactly what nxc built under that name (verified once
     per process and version of the file, see above)."""
-    ident = (_identity(path), _identity(path + SIDECAR))
+    ident = (file_identity(path), file_identity(path + SIDECAR))
     if ident[0] is None or ident[1] is None:
         _stamps.pop(path, None)
         return False
@@ -320,14 +322,14 @@ def mark_used(path: str, identity: tuple | None = None) -> None:
     by the least recent: one touch per entry and minute is enough). What this
     process verified of it stays verified when it is the same file after.
     `identity`: the file's, if the caller just took it."""
-    before = identity or _identity(path)
+    before = identity or file_identity(path)
     if before is None or time.time_ns() - before[3] < TOUCH_EVERY * 1e9:
         return
     try:
         os.utime(path)
     except OSError:
         return
-    after = _identity(path)
+    after = file_identity(path)
     same = after is not None and before[:3] == after[:3]
     for memo in (_stamps, _sealed):
         held = memo.get(path)
@@ -442,7 +444,7 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
     """The JSON data kept sealed at `path` under `name` (seal); None if it is
     missing, damaged or not sealed by this user's nxc. `touch`: mark it
     recently used (pruned last)."""
-    ident = _identity(path)
+    ident = file_identity(path)
     if ident is None:
         _sealed.pop(path, None)
         return None

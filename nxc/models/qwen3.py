@@ -213,9 +213,9 @@ class Session:
         if block_size <= 0:
             raise Qwen3Error(f"block_size must be positive, not {block_size}")
         if n_blocks is None:
-            want = DEFAULT_SESSION_TOKENS if max_tokens is None else max_tokens
-            if max_tokens is None and ctx > 0:
-                want = min(want, ctx)
+            want = max_tokens
+            if want is None:
+                want = min(DEFAULT_SESSION_TOKENS, ctx) if ctx > 0 else DEFAULT_SESSION_TOKENS
             if want <= 0:
                 raise Qwen3Error(f"max_tokens must be positive, not {want}")
             if ctx > 0 and want > ctx:

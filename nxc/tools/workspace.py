@@ -20,6 +20,7 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from nxc.cache import file_identity
 from nxc.diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, resolve_import
@@ -59,12 +60,7 @@ _FILES: "OrderedDict[str, tuple[tuple, str]]" = OrderedDict()
 FILES_MAX = 4096
 
 
-def file_signature(path: str) -> tuple | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+file_signature = file_identity       # (device, inode, size, mtime_ns), or None
 
 
 def read_file(path: str) -> str | None:
