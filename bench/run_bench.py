@@ -425,6 +425,11 @@ def bench_checked(n, n_py, repeats):
         prog = check_file(os.path.join(bundled_dir(), name), diags=Diagnostics())
         sep = backend_for("c").prepare(prog, purpose="gate").loaded
         one = backend_for("c").prepare(prog, purpose="gate", emitted=emit_c(prog, checked=True)).loaded
+        # A linked gate's library is opened lazily, where it is first used (a gate host's
+        # child opens it; nxc/backend/c/backend.py CLoaded). Opened here, in the parent, as the
+        # one-file build is: otherwise every timed child pays dlopen, relocation and binding
+        # and the row compares loading with running (it read 2.9-7.7 after d250a16).
+        sep.lib, one.lib
         t_sep, t_one = paired_medians([lambda: in_child(sep.run_main, time.thread_time),
                                        lambda: in_child(one.run_main, time.thread_time)],
                                       max(15, repeats), measured=True)
