@@ -61,6 +61,8 @@ class State:
     version: int
     text: str
     gi: GraphIndex
+    diagnostics: list[lsp.Diagnostic]   # as published (and answered to a pull)
+    result_id: str = ""                 # names this state to textDocument/diagnostic
 
 
 @dataclass
@@ -109,6 +111,7 @@ class NxLanguageServer(LanguageServer):
         self._running: dict[str, tuple[int, asyncio.Future]] = {}     # uri -> (version, its check)
         self.exit_code = 0
         self.shut_down = False
+        self._states = 0        # every published state gets its own result id (pull diagnostics)
 
     # ---- documents
     def doc_path(self, uri: str) -> str:
@@ -206,7 +209,8 @@ class NxLanguageServer(LanguageServer):
             return None
         if self.docs.get(uri) is not doc or doc.version != version:
             return None                 # superseded: the newer version's check publishes
-        doc.state = State(version, text, gi)
+        self._states += 1
+        doc.state = State(version, text, gi, diags, f"{version}.{self._states}")
         mi = gi.modules.get(doc.path)
         if mi is not None and mi.module is not None:
             doc.good = doc.state
@@ -362,6 +366,27 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
         line, col = F.from_lsp(text if text is not None else gi.modules[path].text, params.position)
         return lsp.CompletionList(is_incomplete=False,
                                   items=F.completions(gi, path, line, col, ls.include, text))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+                    lsp.DiagnosticOptions(identifier="nxc", inter_file_dependencies=True,
+                                          workspace_diagnostics=False))
+    async def pull_diagnostics(ls: NxLanguageServer, params: lsp.DocumentDiagnosticParams):
+        # LSP 3.17 pull: the diagnostics of the document's current text, the
+        # very list that was (or is about to be) published for it. A state
+        # re-checked since the client's previousResultId (an edit, or an
+        # import's change or save) gets a new id, so "unchanged" is only
+        # answered for the same state.
+        uri = params.text_document.uri
+        doc, gi = await ls.fresh(uri)
+        state = doc.state if doc is not None else None
+        if state is not None and state.version == doc.version and state.gi is gi:
+            if params.previous_result_id == state.result_id:
+                return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=state.result_id)
+            return lsp.RelatedFullDocumentDiagnosticReport(items=state.diagnostics, result_id=state.result_id)
+        path = ls.doc_path(uri)             # not open (or superseded meanwhile): computed now, no id
+        uris = ls.uris()
+        items = await ls.run(F.diagnostics_for, gi, path, lambda p: uris.get(p) or from_fs_path(p) or p)
+        return lsp.RelatedFullDocumentDiagnosticReport(items=items)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(ls: NxLanguageServer, params: lsp.DocumentSymbolParams):
