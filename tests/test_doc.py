@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 from html.parser import HTMLParser
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -27,7 +27,7 @@ class PageParser(HTMLParser):
         super().__init__()
         self.ids: set[str] = set()
         self.links: list[str] = []
-        self.hidden_rows: list[str] = []
+        self.hidden_rows: list[str] = []        # the module rows the filter hid
         self.title = ""
         self._in_title = False
         self.text: list[str] = []
@@ -38,7 +38,7 @@ class PageParser(HTMLParser):
             self.ids.add(a["id"])
         if tag == "a" and "href" in a:
             self.links.append(a["href"])
-        if tag == "tr" and "hidden" in a:
+        if tag == "tr" and "hidden" in a and a.get("class") == "module":
             self.hidden_rows.append(a.get("data-search", ""))
         self._in_title = tag == "title"
 
@@ -61,20 +61,29 @@ def parse_page(path: str) -> PageParser:
 
 
 def broken_links(site: str, page: str, parsed: PageParser) -> list[str]:
-    """Every relative link of `page` that names a missing file or anchor."""
+    """Every link of `page` that is not a relative URL (a path starting
+    with ./ or ../, or a fragment alone) naming an existing file and anchor
+    once percent-decoded."""
     bad, ids = [], {}
     for href in parsed.links:
         parts = urlsplit(href)
-        if parts.scheme:
+        if parts.scheme or parts.netloc or parts.query:
             bad.append(f"{href} (not a relative link)")
             continue
-        target = os.path.normpath(os.path.join(os.path.dirname(page), parts.path)) if parts.path else page
+        if parts.path and not parts.path.startswith(("./", "../")):
+            bad.append(f"{href} (a relative path not starting with ./ or ../)")
+            continue
+        path = unquote(parts.path)
+        target = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+        if not target.startswith(os.path.join(site, "")):
+            bad.append(f"{href} (outside the site)")
+            continue
         if not os.path.isfile(target):
             bad.append(f"{href} (no file)")
         elif parts.fragment:
             if target not in ids:
                 ids[target] = parsed.ids if target == page else parse_page(target).ids
-            if parts.fragment not in ids[target]:
+            if unquote(parts.fragment) not in ids[target]:
                 bad.append(f"{href} (no anchor)")
     return bad
 
@@ -112,13 +121,19 @@ def test_names_link_to_their_definitions_across_modules(site):
         html = f.read()
     with open(os.path.join(bundled_dir(), "nx_kvcache.nx"), encoding="utf-8") as f:
         kv = f.read().split("\n")
+    # a use links to the symbol's anchor, which is on the definition's line
     line = next(i for i, s in enumerate(kv, 1) if s.startswith("func nx_pkv_append_layer("))
-    assert re.search(rf'<a href="nx_kvcache.html#L{line}" title="func nx_pkv_append_layer\(', html)
+    assert re.search(r'<a href="\./nx_kvcache.html#fn-nx_pkv_append_layer" title="func nx_pkv_append_layer\(', html)
     struct_line = next(i for i, s in enumerate(kv, 1) if s.startswith("struct NxPagedSeq"))
-    assert f'href="nx_kvcache.html#L{struct_line}"' in html                  # a type name
+    assert 'href="./nx_kvcache.html#struct-NxPagedSeq"' in html              # a type name
     field_line = next(i for i, s in enumerate(kv, 1) if s.strip().startswith("seq_len:") and i > struct_line)
-    assert f'href="nx_kvcache.html#L{field_line}" title="field NxPagedSeq.seq_len' in html   # seq.seq_len
-    assert '<a href="nx_tier.html" title="nx_tier.nx">' in html              # an import string
+    assert 'href="./nx_kvcache.html#field-NxPagedSeq.seq_len" title="field NxPagedSeq.seq_len' in html
+    assert '<a href="./nx_tier.html" title="nx_tier.nx">' in html            # an import string
+    kv_page = open(os.path.join(site, "nx_kvcache.html"), encoding="utf-8").read()
+    for anchor, n in (("fn-nx_pkv_append_layer", line), ("struct-NxPagedSeq", struct_line),
+                      ("field-NxPagedSeq.seq_len", field_line)):
+        row = re.search(rf'<tr id="L(\d+)">[^\n]*id="{re.escape(anchor)}"', kv_page)
+        assert row and int(row.group(1)) == n, anchor
 
 
 def test_module_page_index_and_header(site):
@@ -129,13 +144,15 @@ def test_module_page_index_and_header(site):
     assert "NX_KVC_OK: nx_int = 0" in text                                   # consts with values
     assert "struct NxPagedSeq" in text and "+8" in text                      # layout
     importers = parse_page(os.path.join(site, "nx_tier.html"))
-    assert "nx_kvcache.html" in importers.links
+    assert "./nx_kvcache.html" in importers.links
 
 
 def test_index_lists_every_module(site):
     parsed = parse_page(os.path.join(site, "index.html"))
-    assert sorted(h for h in parsed.links) == sorted(os.path.basename(m)[:-3] + ".html" for m in BUNDLED)
+    modules = [h for h in parsed.links if "#" not in h]
+    assert sorted(modules) == sorted("./" + os.path.basename(m)[:-3] + ".html" for m in BUNDLED)
     assert "filter" in parsed.ids
+    assert broken_links(site, os.path.join(site, "index.html"), parsed) == []
 
 
 def test_results_show_the_gate(tmp_path):
@@ -164,8 +181,10 @@ def test_imported_modules_outside_the_paths_get_pages(tmp_path, write_nx):
     assert nxc_main(["doc", os.path.dirname(app), "-o", str(out)]) == 0
     page = out / "app.html"
     parsed = parse_page(str(page))
-    assert "imported/nx_f32.html" in parsed.links
-    assert any(h.startswith("imported/nx_f32.html#L") for h in parsed.links)
+    assert "./imported/nx_f32.html" in parsed.links
+    assert "./imported/nx_f32.html#fn-nx_f32_add" in parsed.links
+    back = parse_page(str(out / "imported" / "nx_f32.html"))
+    assert "../index.html" in back.links and "../app.html" in back.links
     assert broken_links(str(out), str(page), parsed) == []
     assert "app.html" in " ".join(parse_page(str(out / "index.html")).links)
 
@@ -179,8 +198,9 @@ def test_a_module_with_errors_still_gets_a_page(tmp_path, write_nx):
         """, name="bad.nx")
     out = tmp_path / "site"
     assert nxc_main(["doc", bad, "-o", str(out)]) == 0
-    text = " ".join(parse_page(str(out / "bad.html")).text)
-    assert "Errors" in text and "2:21: unexpected 'return'" in text      # where the unfinished line ends
+    html = (out / "bad.html").read_text(encoding="utf-8")
+    assert "<h2>Errors</h2>" in html      # where the unfinished line ends, linked to its line
+    assert re.search(r'<li class="error"><a href="#L2">2:21</a>: unexpected &#39;return&#39;', html)
 
 
 def test_usage_errors(tmp_path, capsys):
