@@ -3,6 +3,9 @@ client process (tests/lsp_client.py): the same list as the one published,
 for the document's current text, with result ids that say when it changed."""
 from __future__ import annotations
 
+import queue
+import time
+
 from lsp_client import LspClient
 from test_lsp_server import MOD, start
 
@@ -82,5 +85,54 @@ def test_pull_for_a_file_that_is_not_open(tmp_path):
             [("undefined name 'q'", {"line": 1, "character": 11})]
         gone = pull(c, (tmp_path / "gone.nx").as_uri())         # no such file: said, not a failure
         assert [d["message"] for d in gone["items"]] == [f"cannot read '{tmp_path / 'gone.nx'}'"]
+    finally:
+        assert c.close() == 0
+
+
+# ---------------------------------------------------------------- a client that pulls
+PULLING = {"textDocument": {"diagnostic": {"dynamicRegistration": False, "relatedDocumentSupport": False}},
+           "workspace": {"diagnostics": {"refreshSupport": True}}}
+
+
+def quiet(c: LspClient, seconds: float = 1.0) -> list[dict]:
+    """The notifications the server sent so far and in the next `seconds`."""
+    got = []
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            got.append(c.notifications.get(timeout=left))
+        except queue.Empty:
+            break
+    return got
+
+
+def test_a_pulling_client_gets_no_pushes_and_is_asked_to_refresh(tmp_path):
+    # one channel: an editor showing pushed and pulled diagnostics (VS Code,
+    # Neovim) would list each twice
+    (tmp_path / "lib.nx").write_text("func twice(x: i64) -> i64 {\n    return x + x\n}\n", encoding="utf-8")
+    (tmp_path / "app.nx").write_text('import "lib.nx"\n\nfunc main() -> i64 {\n    return twice(2) - nope\n}\n',
+                                     encoding="utf-8")
+    c = LspClient(["lsp"], cwd=str(tmp_path))
+    try:
+        c.initialize(tmp_path, PULLING)
+        app_uri, lib_uri = c.open(tmp_path / "app.nx"), c.open(tmp_path / "lib.nx")
+        first = pull(c, app_uri)
+        assert [d["message"] for d in first["items"]] == ["undefined name 'nope'"]
+        assert pull(c, lib_uri)["items"] == []
+        # an edit to the import, then a pull of the importer at once (before
+        # any check of the edit): the importer's report already sees it
+        c.change(lib_uri, "func twice(x: i64) -> i64 {\n    return x + y\n}\n", 2)
+        got = pull(c, app_uri, previous=first["resultId"])
+        assert got["kind"] == "full"
+        assert [d["message"] for d in got["items"]] == ["in imported module lib.nx:2:16: undefined name 'y'",
+                                                         "undefined name 'nope'"]
+        # the fix of the import, not pulled: the server asks the client to pull again
+        c.change(lib_uri, "func twice(x: i64) -> i64 {\n    return x + x\n}\n", 3)
+        req = c.server_requests.get(timeout=c.timeout)
+        assert req["method"] == "workspace/diagnostic/refresh"
+        again = pull(c, app_uri, previous=got["resultId"])
+        assert [d["message"] for d in again["items"]] == ["undefined name 'nope'"]
+        # and nothing was ever pushed
+        assert [m for m in quiet(c) if m.get("method") == "textDocument/publishDiagnostics"] == []
     finally:
         assert c.close() == 0
