@@ -19,7 +19,7 @@ import json
 import os
 import select
 import shutil
-import subprocess
+import signal
 import time
 
 import pytest
@@ -52,22 +52,30 @@ class Browser:
 
     def __init__(self, exe: str, profile, timeout: float = 60.0):
         self.timeout = timeout
-        to_chrome_r, self._to_chrome = os.pipe()
-        self._from_chrome, from_chrome_w = os.pipe()
-
-        def fds_3_and_4():              # in the child: the pipe ends Chromium expects
-            a = fcntl.fcntl(to_chrome_r, fcntl.F_DUPFD, 10)
-            b = fcntl.fcntl(from_chrome_w, fcntl.F_DUPFD, 10)
-            os.dup2(a, 3)
-            os.dup2(b, 4)
-
-        self._log = open(os.path.join(str(profile) + ".log"), "wb")
-        self.proc = subprocess.Popen(
-            [exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log,
-            pass_fds=(3, 4), preexec_fn=fds_3_and_4)
-        os.close(to_chrome_r)
-        os.close(from_chrome_w)
+        # Chromium reads commands on fd 3 and writes on fd 4. posix_spawn
+        # puts the pipe ends there without running Python in the child (a
+        # preexec_fn is unsafe with threads); each end is first moved to
+        # fd >= 10 so no dup2 onto 3 or 4 can overwrite the other one.
+        def high(fd: int) -> int:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+            os.close(fd)
+            return moved
+        to_chrome_r, self._to_chrome = (high(fd) for fd in os.pipe())
+        self._from_chrome, from_chrome_w = (high(fd) for fd in os.pipe())
+        self._log = open(str(profile) + ".log", "wb")
+        devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self.pid = os.posix_spawn(
+                exe, [exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"],
+                os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0),
+                                          (os.POSIX_SPAWN_DUP2, self._log.fileno(), 1),
+                                          (os.POSIX_SPAWN_DUP2, self._log.fileno(), 2),
+                                          (os.POSIX_SPAWN_DUP2, to_chrome_r, 3),
+                                          (os.POSIX_SPAWN_DUP2, from_chrome_w, 4)])
+        finally:
+            for fd in (devnull, to_chrome_r, from_chrome_w):
+                os.close(fd)
+        self.returncode = None
         self._buf = b""
         self._id = 0
         self.events: list[dict] = []
@@ -89,7 +97,7 @@ class Browser:
                 raise BrowserError(f"no answer from chromium in {self.timeout} s; log: {self._log.name}")
             chunk = os.read(self._from_chrome, 1 << 16)
             if not chunk:
-                raise BrowserError(f"chromium exited ({self.proc.poll()}); log: {self._log.name}")
+                raise BrowserError(f"chromium exited ({self.poll()}); log: {self._log.name}")
             self._buf += chunk
         raw, self._buf = self._buf.split(b"\0", 1)
         return json.loads(raw)
@@ -149,19 +157,35 @@ class Browser:
             f.write(data)
         return data
 
+    def poll(self) -> int | None:
+        """Its exit status once it exited, else None."""
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def _wait(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
     def close(self) -> None:
         try:
-            if self.proc.poll() is None:
+            if self.poll() is None:
                 try:
                     self.session = None
                     os.write(self._to_chrome, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
-                    self.proc.wait(timeout=10)
-                except (OSError, subprocess.TimeoutExpired):
+                except OSError:
                     pass
+                self._wait(10)
         finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+            if self.poll() is None:
+                os.kill(self.pid, signal.SIGKILL)
+                self._wait(10)
             for fd in (self._to_chrome, self._from_chrome):
                 try:
                     os.close(fd)
