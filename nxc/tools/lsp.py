@@ -183,7 +183,7 @@ class NxLanguageServer(LanguageServer):
 
     def pulls(self) -> bool:
         """The client pulls diagnostics (textDocument/diagnostic): none are pushed."""
-        caps = self.client_capabilities
+        caps = getattr(self.protocol, "client_capabilities", None)      # set by initialize
         return caps is not None and caps.text_document is not None and caps.text_document.diagnostic is not None
 
     def _can_refresh(self) -> bool:
