@@ -344,6 +344,7 @@ def test_metadata_is_highlighted_in_the_header_only(tmp_path, write_nx):
     html = (out / "m.html").read_text(encoding="utf-8")
     meta = re.findall(r'<span class="cm meta">([^<]*)</span>', html)
     assert meta == ["// license_tier: ORIGINAL"]
+    assert '<p class="summary">comments that look like metadata</p>' in html     # the metadata is not in it
     for c in ("// note: not the header", "// todo: a comment in a body", "// why: trailing"):
         assert re.search(r'<span class="cm">' + re.escape(c), html), c
 

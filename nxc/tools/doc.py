@@ -29,6 +29,7 @@ import html
 import json
 import os
 import posixpath
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -340,12 +341,16 @@ def page_errors(page: Page, pages: dict[str, Page]) -> list[dict]:
     return out
 
 
+_META_LINE = re.compile(r"//\s*[a-z][a-z0-9_]*:\s+\S")      # as nxc.syntax.parse reads the header
+
+
 def _summary(text: str) -> str:
-    """The header's first paragraph, without the file name it starts with."""
+    """The header's first paragraph, without the file name it starts with
+    (it ends at a blank `//` line or at the `// key: value` metadata)."""
     words = []
     for line in text.split("\n"):
         line = line.strip()
-        if not line.startswith("//") or not line[2:].strip():
+        if not line.startswith("//") or not line[2:].strip() or _META_LINE.match(line):
             break
         words.append(line[2:].strip())
     first = " ".join(words)
