@@ -32,6 +32,7 @@ class LspClient:
         self._responses: dict[int, queue.Queue] = {}
         self._lock = threading.Lock()
         self.notifications: queue.Queue = queue.Queue()
+        self.server_requests: queue.Queue = queue.Queue()     # requests the server sent (answered null)
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
 
@@ -62,6 +63,7 @@ class LspClient:
                 if q is not None:
                     q.put(message)
             elif "id" in message:                 # a request from the server: answer it
+                self.server_requests.put(message)
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
             else:
                 self.notifications.put(message)
@@ -106,10 +108,10 @@ class LspClient:
             if message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri:
                 return message["params"]
 
-    def initialize(self, root: Path) -> dict:
+    def initialize(self, root: Path, capabilities: dict | None = None) -> dict:
         result = self.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
                                              "workspaceFolders": [{"uri": root.as_uri(), "name": root.name}],
-                                             "capabilities": {}})
+                                             "capabilities": capabilities or {}})
         self.notify("initialized", {})
         return result
 

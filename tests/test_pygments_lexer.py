@@ -56,3 +56,16 @@ def test_token_kinds():
     assert kinds["true"] in Keyword.Constant and kinds["return"] in Keyword
     assert kinds["/* open"] in Comment                   # an unfinished comment is still no error
     assert set(BUILTIN_TYPES) >= {"i64", "u8", "bool", "void"}
+
+
+def test_metadata_only_in_the_header():
+    # `// word:` is header metadata in the leading // block only (as
+    # read_header reads it), a plain comment after it
+    text = ("// m.nx -- demo\n// license_tier: ORIGINAL\n\n// lineage_id: not_header\n"
+            "func f() -> i64 {\n    // todo: later\n    return 1 // note: here\n}\n")
+    specials = [v for t, v in NxLexer().get_tokens(text) if t in Comment.Special]
+    comments = [v for t, v in NxLexer().get_tokens(text) if t in Comment]
+    assert specials == ["// license_tier: ORIGINAL"]
+    assert {"// lineage_id: not_header", "// todo: later", "// note: here"} <= set(comments)
+    from nxc.syntax.parse import read_header
+    assert read_header(text) == {"license_tier": "ORIGINAL"}              # the same block

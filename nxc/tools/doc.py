@@ -5,9 +5,17 @@ in the shape of Nishi's own module pages: the title `NAME source`, the line
 `module page · N lines · B B`, the header metadata, imports and importers,
 an index of functions, consts, globals, types and structs (with their
 layout), the gate's last result (`--results`, from `nxc test --json`), and
-the highlighted source with an anchor per line (`#L42`) where every name is
-a link to its definition, in this module or another one. `index.html`
-lists the modules with a filter box (`index.html?q=kv` opens it filtered).
+the highlighted source with an anchor per line (`#L42`) and per top-level
+symbol (`#fn-nx_f32_add`, `#struct-S`, `#field-S.f`, ...) where every name is
+a link to its definition, in this module or another one; the errors of a
+module that does not load or check, each linked to its line. `index.html`
+lists the modules, and searches their symbols, with one filter box
+(`index.html?q=kv` opens it filtered).
+
+Every href is built by `href()`: relative, each path segment
+percent-encoded and starting with `./` or `../`, so no file name (`#`, `?`,
+`%`, `javascript:...`) can change what a link means; attributes are
+HTML-escaped (the templates' autoescape, html.escape here).
 
 Plain files: no server, no external assets (styles and the filter's script
 are inside each page), so the site works from file://.
@@ -20,15 +28,19 @@ from __future__ import annotations
 import html
 import json
 import os
+import posixpath
+import re
 import sys
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
+from urllib.parse import quote
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from pygments.token import Comment, Keyword, Name, Number, Operator, String
 
 from nxc.diagnostics import display_path
-from nxc.tools.index import GraphIndex, ModuleIndex, build_index
+from nxc.tools.index import Definition, GraphIndex, Loc, ModuleIndex, build_index
 from nxc.tools.pygments_lexer import NxLexer
 
 TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")
@@ -53,6 +65,24 @@ class Page:
     @property
     def name(self) -> str:
         return os.path.basename(self.path)
+
+    @cached_property
+    def anchors(self) -> dict[Loc, str]:
+        """Definition -> its anchor on this page (`fn-NAME`, ...): one per
+        top-level symbol and struct field; a second definition of a name (a
+        module with errors) keeps only its line anchor."""
+        out: dict[Loc, str] = {}
+        taken: set[str] = set()
+        for d in self.module.definitions:
+            a = symbol_anchor(d)
+            if a and a not in taken:
+                taken.add(a)
+                out[d.loc] = a
+        return out
+
+    def fragment(self, loc: Loc) -> str:
+        """The anchor a link to the definition at `loc` goes to."""
+        return self.anchors.get(loc) or f"L{loc.line}"
 
 
 # ---------------------------------------------------------------- collection
@@ -142,10 +172,32 @@ def _css_class(tok) -> str:
     return cls
 
 
-def _rel_href(from_page: str, to_page: str) -> str:
-    if from_page == to_page:
+_ANCHOR_PREFIX = {"func": "fn", "extern": "fn", "const": "const", "global": "global", "type": "type",
+                  "struct": "struct", "field": "field"}
+SYMBOL_KINDS = ("func", "extern", "struct", "const", "global", "type")      # what the index searches
+
+
+def symbol_anchor(d: Definition) -> str:
+    """`fn-nx_f32_add`, `struct-NxPagedSeq`, `field-NxPagedSeq.seq_len`, ...;
+    "" for a parameter or a local (they are linked to their line)."""
+    prefix = _ANCHOR_PREFIX.get(d.kind)
+    if prefix is None:
         return ""
-    return os.path.relpath(to_page, os.path.dirname(from_page) or ".").replace(os.sep, "/")
+    return f"{prefix}-{d.container}.{d.name}" if d.kind == "field" else f"{prefix}-{d.name}"
+
+
+def href(from_page: str, to_page: str, fragment: str = "") -> str:
+    """The link from one page of the site to another (site-relative paths,
+    `/`-separated), and to an anchor on it. Relative, and never a scheme:
+    each path segment is percent-encoded (`:` `#` `?` `%` `<` quotes and
+    spaces included), and a path starts with `./` or `../`, so a module
+    named `javascript:alert(1).nx` links to `./javascript%3Aalert%281%29.html`."""
+    frag = "#" + quote(fragment, safe="") if fragment else ""
+    if from_page == to_page and frag:
+        return frag
+    rel = posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
+    path = "/".join(seg if seg == ".." else quote(seg, safe="") for seg in rel.split("/"))
+    return (path if path.startswith("../") else "./" + path) + frag
 
 
 def render_source(page: Page, pages: dict[str, Page]) -> list[str]:
@@ -157,18 +209,21 @@ def render_source(page: Page, pages: dict[str, Page]) -> list[str]:
     for o in mi.occurrences:
         if o.target is None or o.kind == "expr":
             continue
-        if o.loc == o.target:                       # the defining token itself
-            marks[(o.loc.line, o.loc.col)] = (o.length, '<span class="def">')
+        if o.loc == o.target:                       # the defining token itself: its anchor
+            anchor = page.anchors.get(o.loc)
+            ident = f' id="{html.escape(anchor)}"' if anchor else ""
+            marks[(o.loc.line, o.loc.col)] = (o.length, f'<span class="def"{ident}>')
             continue
         target_page = pages.get(o.target.path)
         if target_page is None:
             continue
-        href = _rel_href(page.href, target_page.href)
-        if o.kind != "import":
-            href += f"#L{o.target.line}"
+        if o.kind == "import":
+            link = href(page.href, target_page.href)
+        else:
+            link = href(page.href, target_page.href, target_page.fragment(o.target))
         d = target_page.index.definition(o.target)
         title = d.detail if d is not None else os.path.basename(o.target.path)
-        marks[(o.loc.line, o.loc.col)] = (o.length, f'<a href="{html.escape(href)}" title="{html.escape(title)}">')
+        marks[(o.loc.line, o.loc.col)] = (o.length, f'<a href="{html.escape(link)}" title="{html.escape(title)}">')
     lines: list[str] = [""]
     line, col = 1, 1
     for tok, value in NxLexer().get_tokens(mi.text):
@@ -219,19 +274,12 @@ def _module_context(page: Page, pages: dict[str, Page]) -> dict:
     imports = []
     for o in mi.imports:
         target = pages.get(o.import_path) if o.import_path else None
-        imports.append({"name": os.path.basename(o.import_path) if o.import_path else "?",
-                        "href": _rel_href(page.href, target.href) if target else None})
+        imports.append({"name": os.path.basename(o.import_path) if o.import_path else _written(text, o),
+                        "href": href(page.href, target.href) if target else None})
     importers = []
     for p in sorted(pages.values(), key=lambda p: p.href):
         if any(i.import_path == page.path for i in p.module.imports):
-            importers.append({"name": p.name, "href": _rel_href(page.href, p.href)})
-    errors = []
-    pm = page.index.loaded.parsed.get(page.path)
-    if pm is not None:
-        errors += [f"{d.pos.line}:{d.pos.col}: {d.message}" for d in pm.syntax_errors]
-    if page.index.result is not None:
-        errors += [f"{d.pos.line}:{d.pos.col}: {d.message}" for d in page.index.result.diagnostics
-                   if d.severity == "error" and d.pos is not None and d.pos.file.path == page.path]
+            importers.append({"name": p.name, "href": href(page.href, p.href)})
     header = mi.module.header if mi.module is not None else {}
     return {
         "name": page.name,
@@ -248,24 +296,80 @@ def _module_context(page: Page, pages: dict[str, Page]) -> dict:
         "types": [d for d in defs if d.kind == "type"],
         "structs": [(d, st_layout.get(d.name)) for d in defs if d.kind == "struct"],
         "results": _gate_summary(page.results),
-        "errors": errors,
+        "errors": page_errors(page, pages),
         "lines": render_source(page, pages),
-        "index_href": _rel_href(page.href, "index.html"),
+        "index_href": href(page.href, "index.html"),
+        "fragment": page.fragment,
     }
 
 
+def _written(text: str, o) -> str:
+    """An import's string as written (a module that was not found)."""
+    line = text.split("\n")[o.loc.line - 1] if 0 < o.loc.line <= text.count("\n") + 1 else ""
+    return line[o.loc.col - 1:o.loc.col - 1 + o.length].strip('"') or "?"
+
+
+def page_errors(page: Page, pages: dict[str, Page]) -> list[dict]:
+    """What `nxc check` would say about the module, each item linked to its
+    line: syntax errors, imports that cannot be loaded, checker errors and
+    warnings; those inside an imported module are said to be there and
+    linked to its page. A file with syntax errors shows those only (as
+    `nxc check` does; the checker saw it with the bad lines blanked)."""
+    gi = page.index
+    syntax = {p: pm.syntax_errors for p, pm in gi.loaded.parsed.items() if pm.syntax_errors}
+    diags = [d for errs in syntax.values() for d in errs] + list(gi.loaded.load_errors)
+    if gi.result is not None:
+        diags += [d for d in gi.result.diagnostics if d.pos is None or d.pos.file.path not in syntax]
+    out, seen = [], set()
+    for d in diags:
+        where = d.pos.file.path if d.pos is not None else page.path
+        key = (where, d.pos and d.pos.line, d.pos and d.pos.col, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        item = {"severity": d.severity, "message": d.message, "where": "", "href": None, "module": ""}
+        if d.pos is not None:
+            item["where"] = f"{d.pos.line}:{d.pos.col}"
+            target = pages.get(where)
+            if target is not None:
+                item["href"] = href(page.href, target.href, f"L{d.pos.line}")
+            if where != page.path:
+                item["module"] = os.path.basename(where)
+        out.append(item)
+    # this module's own first, in line order; then the imported modules'
+    out.sort(key=lambda e: (e["module"] != "", e["module"], [int(x) for x in e["where"].split(":") if x]))
+    return out
+
+
+_META_LINE = re.compile(r"//\s*[a-z][a-z0-9_]*:\s+\S")      # as nxc.syntax.parse reads the header
+
+
 def _summary(text: str) -> str:
-    """The header's first paragraph, without the file name it starts with."""
+    """The header's first paragraph, without the file name it starts with
+    (it ends at a blank `//` line or at the `// key: value` metadata)."""
     words = []
     for line in text.split("\n"):
         line = line.strip()
-        if not line.startswith("//") or not line[2:].strip():
+        if not line.startswith("//") or not line[2:].strip() or _META_LINE.match(line):
             break
         words.append(line[2:].strip())
     first = " ".join(words)
     if " -- " in first[:80]:
         first = first.split(" -- ", 1)[1]
     return first if len(first) <= 300 else first[:297].rsplit(" ", 1)[0] + " ..."
+
+
+def index_symbols(page: Page) -> list[dict]:
+    """The module's top-level symbols as the index's search lists them:
+    each linked to its anchor on the module's page."""
+    out = []
+    for d in page.module.definitions:
+        if d.kind in SYMBOL_KINDS:
+            doc = d.doc.strip().split("\n", 1)[0] if d.doc else ""
+            out.append({"name": d.name, "kind": d.kind,
+                        "module": page.name, "detail": d.detail, "doc": doc,
+                        "href": href("index.html", page.href, page.fragment(d.loc))})
+    return out
 
 
 def build_site(paths: list[str], out: str, results_file: str | None = None,
@@ -295,17 +399,20 @@ def build_site(paths: list[str], out: str, results_file: str | None = None,
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8") as f:
             f.write(module_t.render(**_module_context(page, pages)))
-    rows = []
+    rows, symbols = [], []
     for page in sorted(pages.values(), key=lambda p: p.href):
         mi = page.module
-        rows.append({"name": page.name, "href": page.href, "display": display_path(page.path),
+        symbols += index_symbols(page)
+        rows.append({"name": page.name, "href": href("index.html", page.href), "display": display_path(page.path),
                      "n_lines": len(mi.text.splitlines()), "n_bytes": len(mi.text.encode("utf-8")),
                      "summary": _summary(mi.text), "imported": page.path in extra,
                      "n_functions": sum(d.kind == "func" for d in mi.definitions),
                      "results": _gate_summary(page.results)})
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "index.html"), "w", encoding="utf-8") as f:
-        f.write(env.get_template("index.html.j2").render(rows=rows, with_results=bool(results)))
+        f.write(env.get_template("index.html.j2").render(
+            rows=rows, with_results=bool(results),
+            symbols=sorted(symbols, key=lambda r: (r["name"].lower(), r["name"], r["module"]))))
     return list(pages.values())
 
 

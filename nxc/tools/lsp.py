@@ -16,6 +16,13 @@ and publishes nothing); `$/cancelRequest` cancels a request between files
 (references, rename). Completion answers from the last analysis, without
 waiting for the check of what was just typed.
 
+Diagnostics are pushed (`publishDiagnostics`) to a client that does not
+pull them; a client that says it pulls (LSP 3.17 `textDocument.diagnostic`
+in its capabilities) gets them only when it asks, or an editor showing
+both channels (VS Code, Neovim) would list each twice; when an import of
+an open document changes, such a client is asked to pull again
+(`workspace/diagnostic/refresh`) if it can be.
+
 Documents are known by the URI the editor sent (a symlinked path, a
 `file://host/` URI, an `untitled:` buffer): diagnostics and locations name
 that URI, and the editor's buffer wins over the file on disk.
@@ -59,8 +66,11 @@ log = logging.getLogger("nxc.lsp")
 @dataclass
 class State:
     version: int
+    deps: int                           # Doc.deps when it was computed
     text: str
     gi: GraphIndex
+    diagnostics: list[lsp.Diagnostic]   # as published (and answered to a pull)
+    result_id: str = ""                 # names this state to textDocument/diagnostic
 
 
 @dataclass
@@ -71,6 +81,11 @@ class Doc:
     state: State | None = None  # the last analysis published
     closed: bool = False
     good: State | None = None   # the last one whose module had an AST (completion while typing)
+    deps: int = 0               # bumped when a module it imports changes (edited, saved, closed)
+
+    def current(self) -> bool:
+        """The last analysis is of the text and the imports as they are now."""
+        return self.state is not None and self.state.version == self.version and self.state.deps == self.deps
 
 
 class _Protocol(LanguageServerProtocol):
@@ -109,6 +124,7 @@ class NxLanguageServer(LanguageServer):
         self._running: dict[str, tuple[int, asyncio.Future]] = {}     # uri -> (version, its check)
         self.exit_code = 0
         self.shut_down = False
+        self._states = 0        # every published state gets its own result id (pull diagnostics)
 
     # ---- documents
     def doc_path(self, uri: str) -> str:
@@ -155,12 +171,37 @@ class NxLanguageServer(LanguageServer):
     async def run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
 
-    def schedule(self, uri: str, delay: float = DEBOUNCE_S) -> None:
+    def schedule(self, uri: str, delay: float = DEBOUNCE_S, refresh: bool = False) -> None:
+        """Check `uri` after `delay`; refresh=True: it is re-checked because
+        an import changed, so a pulling client is told if its diagnostics did."""
         old = self._timers.pop(uri, None)
         if old is not None:
             old.cancel()
         loop = asyncio.get_running_loop()
-        self._timers[uri] = loop.call_later(delay, lambda: loop.create_task(self.check(uri)))
+        work = self._recheck if refresh else self.check
+        self._timers[uri] = loop.call_later(delay, lambda: loop.create_task(work(uri)))
+
+    def pulls(self) -> bool:
+        """The client pulls diagnostics (textDocument/diagnostic): none are pushed."""
+        caps = getattr(self.protocol, "client_capabilities", None)      # set by initialize
+        return caps is not None and caps.text_document is not None and caps.text_document.diagnostic is not None
+
+    def _can_refresh(self) -> bool:
+        ws = self.client_capabilities.workspace
+        return bool(ws is not None and ws.diagnostics is not None and ws.diagnostics.refresh_support)
+
+    def imports_changed(self, path: str) -> None:
+        """The module `path` changed: every open document that reads it is out of date."""
+        for other in self.docs.values():
+            if other.path != path and other.state is not None and path in other.state.gi.loaded.texts:
+                other.deps += 1
+
+    async def _recheck(self, uri: str) -> None:
+        doc = self.docs.get(uri)
+        before = doc.state.diagnostics if doc is not None and doc.state is not None else None
+        state = await self.check(uri)
+        if state is not None and state.diagnostics != before and self.pulls() and self._can_refresh():
+            self.workspace_diagnostic_refresh(None)
 
     def _analyse(self, doc: Doc, version: int, overlay: dict[str, str], uris: dict[str, str]):
         """On the worker thread: reads only what it is given, and the
@@ -186,16 +227,19 @@ class NxLanguageServer(LanguageServer):
         doc = self.docs.get(uri)
         if doc is None:
             return None
+        if doc.current():
+            return doc.state            # checked already (a pull or a request wanted it first)
+        key = (doc.version, doc.deps)
         running = self._running.get(uri)
-        if running is None or running[0] != doc.version or running[1].done():
-            running = (doc.version, asyncio.ensure_future(self._check_now(doc)))
+        if running is None or running[0] != key or running[1].done():
+            running = (key, asyncio.ensure_future(self._check_now(doc)))
             self._running[uri] = running
         # shielded: a cancelled request does not cancel the check it waits for
         return await asyncio.shield(running[1])
 
     async def _check_now(self, doc: Doc) -> State | None:
         uri = doc.uri
-        version, overlay = doc.version, self.overlay()
+        version, deps, overlay = doc.version, doc.deps, self.overlay()
         text = overlay[doc.path]
         try:
             gi, diags = await self.run(self._analyse, doc, version, overlay, self.uris())
@@ -204,17 +248,19 @@ class NxLanguageServer(LanguageServer):
         except Exception:  # noqa: BLE001 - one document's failure must not stop the server
             log.exception("diagnostics for %s failed", uri)
             return None
-        if self.docs.get(uri) is not doc or doc.version != version:
-            return None                 # superseded: the newer version's check publishes
-        doc.state = State(version, text, gi)
+        if self.docs.get(uri) is not doc or doc.version != version or doc.deps != deps:
+            return None                 # superseded: the newer check publishes
+        self._states += 1
+        doc.state = State(version, deps, text, gi, diags, f"{version}.{self._states}")
         mi = gi.modules.get(doc.path)
         if mi is not None and mi.module is not None:
             doc.good = doc.state
-        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
-            uri=uri, diagnostics=diags, version=version))
+        if not self.pulls():
+            self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(
+                uri=uri, diagnostics=diags, version=version))
         for other in list(self.docs.values()):
-            if other is not doc and other.state is not None and doc.path in other.state.gi.loaded.texts:
-                self.schedule(other.uri, 0)
+            if other is not doc and other.state is not None and other.state.deps != other.deps:
+                self.schedule(other.uri, 0, refresh=True)       # an import of it changed
         return doc.state
 
     async def fresh(self, uri: str) -> tuple[Doc | None, GraphIndex]:
@@ -223,9 +269,9 @@ class NxLanguageServer(LanguageServer):
         doc = self.docs.get(uri)
         if doc is None:
             return None, await self.run(self.analyzer.analyse, self.doc_path(uri), self.overlay())
-        if doc.state is None or doc.state.version != doc.version:
+        if not doc.current():
             await self.check(uri)
-        if doc.state is None or doc.state.version != doc.version:    # superseded while it ran
+        if not doc.current():                                         # superseded while it ran
             gi, _ = await self.run(self._analyse, doc, doc.version, self.overlay(), self.uris())
             return doc, gi
         return doc, doc.state.gi
@@ -303,12 +349,14 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
         doc = ls.docs.get(params.text_document.uri)
         if doc is not None:
             doc.version = params.text_document.version
+            ls.imports_changed(doc.path)    # at once: a pull of an importer must not answer the old text
             ls.schedule(doc.uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: NxLanguageServer, params: lsp.DidSaveTextDocumentParams):
         for doc in ls.docs.values():        # a saved file may be imported by any open document
-            ls.schedule(doc.uri)
+            doc.deps += 1
+            ls.schedule(doc.uri, refresh=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: NxLanguageServer, params: lsp.DidCloseTextDocumentParams):
@@ -319,11 +367,14 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
         timer = ls._timers.pop(params.text_document.uri, None)
         if timer is not None:
             timer.cancel()
-        ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri,
-                                                                          diagnostics=[]))
-        for other in ls.docs.values():      # they read its file again now
-            if doc is not None and other.state is not None and doc.path in other.state.gi.loaded.texts:
-                ls.schedule(other.uri, 0)
+        if not ls.pulls():
+            ls.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=params.text_document.uri,
+                                                                              diagnostics=[]))
+        if doc is not None:                 # its importers read its file again now
+            ls.imports_changed(doc.path)
+            for other in ls.docs.values():
+                if other.state is not None and other.state.deps != other.deps:
+                    ls.schedule(other.uri, 0, refresh=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DEFINITION)
     async def definition(ls: NxLanguageServer, params: lsp.DefinitionParams):
@@ -362,6 +413,27 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
         line, col = F.from_lsp(text if text is not None else gi.modules[path].text, params.position)
         return lsp.CompletionList(is_incomplete=False,
                                   items=F.completions(gi, path, line, col, ls.include, text))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DIAGNOSTIC,
+                    lsp.DiagnosticOptions(identifier="nxc", inter_file_dependencies=True,
+                                          workspace_diagnostics=False))
+    async def pull_diagnostics(ls: NxLanguageServer, params: lsp.DocumentDiagnosticParams):
+        # LSP 3.17 pull: the diagnostics of the document's current text, the
+        # very list that was (or is about to be) published for it. A state
+        # re-checked since the client's previousResultId (an edit, or an
+        # import's change or save) gets a new id, so "unchanged" is only
+        # answered for the same state.
+        uri = params.text_document.uri
+        doc, gi = await ls.fresh(uri)
+        state = doc.state if doc is not None else None
+        if state is not None and doc.current() and state.gi is gi:
+            if params.previous_result_id == state.result_id:
+                return lsp.RelatedUnchangedDocumentDiagnosticReport(result_id=state.result_id)
+            return lsp.RelatedFullDocumentDiagnosticReport(items=state.diagnostics, result_id=state.result_id)
+        path = ls.doc_path(uri)             # not open (or superseded meanwhile): computed now, no id
+        uris = ls.uris()
+        items = await ls.run(F.diagnostics_for, gi, path, lambda p: uris.get(p) or from_fs_path(p) or p)
+        return lsp.RelatedFullDocumentDiagnosticReport(items=items)
 
     @server.feature(lsp.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
     async def document_symbol(ls: NxLanguageServer, params: lsp.DocumentSymbolParams):

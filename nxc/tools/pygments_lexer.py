@@ -5,8 +5,15 @@ highlight .nx code blocks, and so do nxc's module pages (nxc/tools/doc.py).
 A highlighter sees fragments and half-typed code, so it never fails: any
 character it does not know is plain text, never an Error token. Its
 keyword list is the grammar's (tests/test_pygments_lexer.py compares them).
+
+`// key: value` is header metadata (Comment.Special) only in the header:
+the leading block of `//` lines, as nxc.syntax.parse.read_header reads it.
+The same words in a comment further down (`// note: ...` in a body) are a
+plain comment.
 """
 from __future__ import annotations
+
+import re
 
 from pygments.lexer import RegexLexer, bygroups, words
 from pygments.token import Comment, Keyword, Name, Number, Operator, Punctuation, String, Text, Whitespace
@@ -15,6 +22,9 @@ KEYWORDS = ("import", "const", "type", "struct", "func", "extern", "let", "var",
             "break", "continue", "return", "as", "sizeof")
 CONSTANTS = ("true", "false")
 BUILTIN_TYPES = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "bool", "void")
+
+# the header: the lines from the top that start with `//` (after blanks)
+_HEADER = re.compile(r"(?:[ \t\f\r]*//[^\n]*(?:\n|$))*")
 
 
 class NxLexer(RegexLexer):
@@ -50,3 +60,10 @@ class NxLexer(RegexLexer):
             (r".", Text),
         ],
     }
+
+    def get_tokens_unprocessed(self, text, stack=("root",)):
+        header_end = _HEADER.match(text).end()
+        for index, tok, value in super().get_tokens_unprocessed(text, stack):
+            if tok is Comment.Special and index >= header_end:
+                tok = Comment.Single
+            yield index, tok, value
