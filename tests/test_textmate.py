@@ -4,7 +4,7 @@ character, on every bundled module and every .nx file under tests/nx.
 
 The grammar is run as VS Code runs it: vscode-textmate on vscode-oniguruma
 (editors/vscode/test/tokenize.js, node packages from the committed lock file,
-see tests/vscode_support.py). Pygments token kinds and TextMate scopes map so:
+installed once by tests/vscode_support.py). Pygments token kinds and TextMate scopes map so:
 
     Pygments               TextMate scope (any in the character's stack)
     Comment.*              comment.*
@@ -25,6 +25,7 @@ after `:` and `as`, which Pygments leaves plain.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -36,7 +37,7 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, String
 from nxc.paths import bundled_dir
 from nxc.tools.pygments_lexer import BUILTIN_TYPES, CONSTANTS, KEYWORDS, NxLexer
 
-from vscode_support import EXTENSION, install
+from vscode_support import EXTENSION, node, node_env, node_modules
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GRAMMAR = os.path.join(EXTENSION, "syntaxes", "nx.tmLanguage.json")
@@ -71,6 +72,7 @@ SAMPLE = "\n".join([
 ])
 
 
+@functools.lru_cache(maxsize=None)
 def pygments_class(ttype) -> str | None:
     if ttype in Comment:
         return "comment"
@@ -93,7 +95,14 @@ NAME_SCOPES = ((Name.Function, "entity.name.function."), (Name.Class, "entity.na
                (Name.Constant, "variable.other.constant."))
 
 
-def textmate_class(scopes: list[str]) -> str | None:
+@functools.lru_cache(maxsize=None)
+def name_scope(ttype) -> str | None:
+    """The scope a Pygments Name.Function, .Class or .Constant token needs in TextMate."""
+    return next((prefix for t, prefix in NAME_SCOPES if ttype in t), None)
+
+
+@functools.lru_cache(maxsize=None)
+def textmate_class(scopes: tuple[str, ...]) -> str | None:
     def has(prefix: str) -> bool:
         return any(s.startswith(prefix) for s in scopes)
     if has("comment."):
@@ -114,8 +123,8 @@ def textmate_class(scopes: list[str]) -> str | None:
 
 
 def tokenize(paths: list[str], grammar: str = GRAMMAR) -> dict[str, list]:
-    node = install()
-    r = subprocess.run([node, TOKENIZE, "--grammar", grammar, *paths], cwd=EXTENSION,
+    modules = node_modules()
+    r = subprocess.run([node(), TOKENIZE, "--grammar", grammar, *paths], env=node_env(modules),
                        capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout)
@@ -125,37 +134,45 @@ def disagreements(path: str, tokens: list) -> list[str]:
     """Where the TextMate tokens of `path` and the Pygments tokens disagree (file:line:col: what)."""
     with open(path, encoding="utf-8", newline="") as f:
         text = f.read()
+    # per character: the TextMate token's scopes and class, the Pygments token's kind and class
     scopes: list[list[str] | None] = [None] * len(text)
+    tm: list[str | None] = [None] * len(text)
     for start, end, sc in tokens:
-        for i in range(start, end):
-            scopes[i] = sc
-    out = []
+        cls = textmate_class(tuple(sc))
+        scopes[start:end] = [sc] * (end - start)
+        tm[start:end] = [cls] * (end - start)
+    kinds: list[object] = [None] * len(text)
+    pyg: list[str | None] = [None] * len(text)
+    need: list[str | None] = [None] * len(text)       # the scope a Name.Function, .Class, .Constant needs
+    for start, ttype, value in NxLexer().get_tokens_unprocessed(text):
+        n = len(value)
+        kinds[start:start + n] = [ttype] * n
+        pyg[start:start + n] = [pygments_class(ttype)] * n
+        need[start:start + n] = [name_scope(ttype)] * n
 
     def where(i: int) -> str:
         line = text.count("\n", 0, i) + 1
         return f"{os.path.relpath(path)}:{line}:{i - (text.rfind(chr(10), 0, i) + 1) + 1}"
 
-    pyg: list[object] = [None] * len(text)
-    for start, ttype, value in NxLexer().get_tokens_unprocessed(text):
-        for i in range(start, start + len(value)):
-            pyg[i] = ttype
+    def scope_text(i: int) -> str:
+        return " ".join(scopes[i][1:]) or "plain"
+
+    out = []
     for i, ch in enumerate(text):
         if ch in "\r\n":
             continue
-        sc = scopes[i]
-        if sc is None:
+        if scopes[i] is None:
             out.append(f"{where(i)}: no TextMate token covers {ch!r}")
             continue
-        want, got = pygments_class(pyg[i]), textmate_class(sc)
-        if ch.isspace() and (want is None or got is None):
-            continue                       # spaces between tokens belong to nothing in particular
-        if want != got:
-            out.append(f"{where(i)}: {ch!r} is {pyg[i]} in Pygments ({want}) but {' '.join(sc[1:]) or 'plain'} "
+        want, got = pyg[i], tm[i]
+        if want != got and not (ch.isspace() and (want is None or got is None)):
+            # (spaces between tokens belong to nothing in particular)
+            out.append(f"{where(i)}: {ch!r} is {kinds[i]} in Pygments ({want}) but {scope_text(i)} "
                        f"in TextMate ({got})")
-        for ttype, prefix in NAME_SCOPES:
-            if pyg[i] in ttype and not any(s.startswith(prefix) for s in sc):
-                out.append(f"{where(i)}: {ch!r} is {pyg[i]} in Pygments but {' '.join(sc[1:]) or 'plain'} "
-                           f"in TextMate (no {prefix}*)")
+        prefix = need[i]
+        if prefix is not None and not any(s.startswith(prefix) for s in scopes[i]):
+            out.append(f"{where(i)}: {ch!r} is {kinds[i]} in Pygments but {scope_text(i)} "
+                       f"in TextMate (no {prefix}*)")
     return out
 
 

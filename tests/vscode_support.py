@@ -1,14 +1,19 @@
 """The VS Code extension's node packages, for tests/test_textmate.py and
 tests/test_vscode_package.py.
 
-`npm ci` installs editors/vscode/package-lock.json into editors/vscode/node_modules
-(git-ignored) once: a stamp file there records the lock file's hash and the
-node version, so a changed lock file (or node) installs again. A file lock
-keeps two xdist workers from running `npm ci` in the same folder at once.
+`npm ci` installs editors/vscode/package-lock.json once into a folder of its
+own, outside the work tree so that a fresh clone (CI's) on the same machine
+finds it again: $NXC_NPM_CACHE, else ~/.cache/nxc/editors-npm (under
+$XDG_CACHE_HOME when set), in a sub-folder named by the hash of
+package.json, package-lock.json and the node version, which is all that
+decides what `npm ci` installs. It is installed under a temporary name and
+renamed when complete, and a file lock keeps xdist workers from installing
+it twice at once. The tests use it through NODE_PATH (the tokenizer) or a
+symlinked node_modules (vsce, in a copy of the extension).
 
-Without node or npm, or when `npm ci` fails, the tests are skipped saying why,
-except under CI (CI=true), where they fail: CI must not go green without
-having tokenized a single file.
+Without node or npm, or when `npm ci` fails, the tests are skipped saying
+why, except under CI (CI=true), where they fail: CI must not go green
+without having tokenized a single file.
 """
 from __future__ import annotations
 
@@ -21,8 +26,7 @@ import subprocess
 import pytest
 
 EXTENSION = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "editors", "vscode")
-NODE_MODULES = os.path.join(EXTENSION, "node_modules")
-STAMP = os.path.join(NODE_MODULES, ".nxc-npm-ci-stamp")
+MANIFESTS = ("package.json", "package-lock.json")
 
 
 def unavailable(reason: str):
@@ -35,36 +39,54 @@ def unavailable(reason: str):
 def node() -> str:
     exe = shutil.which("node")
     if exe is None:
-        unavailable("node is not on PATH (the TextMate grammar is tested with vscode-textmate under node)")
+        unavailable("node is not on PATH (the editor tests run the TextMate grammar and the VS Code extension under node)")
     return exe
 
 
-def _stamp_text(node_exe: str) -> str:
-    with open(os.path.join(EXTENSION, "package-lock.json"), "rb") as f:
-        lock = hashlib.sha256(f.read()).hexdigest()
-    version = subprocess.run([node_exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-    return f"package-lock.json sha256 {lock}\nnode {version}\n"
+def _cache_base() -> str:
+    if os.environ.get("NXC_NPM_CACHE"):
+        return os.environ["NXC_NPM_CACHE"]
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "nxc", "editors-npm")
 
 
-def install() -> str:
-    """Install the extension's node packages if they are not there yet; return node's path."""
+def node_modules() -> str:
+    """The folder of the extension's installed node packages (installing them if need be)."""
     node_exe = node()
     npm = shutil.which("npm")
     if npm is None:
         unavailable("npm is not on PATH (needed to install vscode-textmate, vscode-oniguruma and @vscode/vsce)")
-    want = _stamp_text(node_exe)
-    with open(os.path.join(EXTENSION, ".npm-ci.lock"), "w") as lock:
+    key = hashlib.sha256()
+    for name in MANIFESTS:
+        with open(os.path.join(EXTENSION, name), "rb") as f:
+            key.update(name.encode() + b"\0" + f.read() + b"\0")
+    version = subprocess.run([node_exe, "--version"], capture_output=True, text=True, timeout=60).stdout.strip()
+    key.update(version.encode())
+    base = _cache_base()
+    home = os.path.join(base, key.hexdigest()[:20])
+    done = os.path.join(home, "node_modules")
+    if os.path.isdir(done):
+        return done
+    os.makedirs(base, exist_ok=True)
+    with open(os.path.join(base, ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            with open(STAMP, encoding="utf-8") as f:
-                if f.read() == want:
-                    return node_exe
-        except OSError:
-            pass
-        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=EXTENSION,
-                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600)
+        if os.path.isdir(done):                  # another worker installed it meanwhile
+            return done
+        work = f"{home}.tmp-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        for name in MANIFESTS:
+            shutil.copy(os.path.join(EXTENSION, name), work)
+        r = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=work,
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=900)
         if r.returncode != 0:
-            unavailable(f"npm ci in editors/vscode failed (exit {r.returncode}): {r.stderr.strip()[-600:]}")
-        with open(STAMP, "w", encoding="utf-8") as f:
-            f.write(want)
-    return node_exe
+            shutil.rmtree(work, ignore_errors=True)
+            unavailable(f"npm ci of editors/vscode/package-lock.json failed (exit {r.returncode}): "
+                        f"{r.stderr.strip()[-600:]}")
+        os.rename(work, home)
+    return done
+
+
+def node_env(modules: str) -> dict[str, str]:
+    """The environment for a node script of the extension: its packages on NODE_PATH."""
+    return dict(os.environ, NODE_PATH=modules)
