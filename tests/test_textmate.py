@@ -26,100 +26,31 @@ after `:` and `as`, which Pygments leaves plain.
 from __future__ import annotations
 
 import functools
-import glob
 import json
 import os
 import subprocess
 
 import pytest
-from pygments.token import Comment, Keyword, Name, Number, Operator, String
 
 from nxc.paths import bundled_dir
-from nxc.tools.pygments_lexer import BUILTIN_TYPES, CONSTANTS, KEYWORDS, NxLexer
 
+import highlight_support
+from highlight_support import CORPUS, SAMPLE
 from vscode_support import EXTENSION, node, node_env, node_modules
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 GRAMMAR = os.path.join(EXTENSION, "syntaxes", "nx.tmLanguage.json")
 TOKENIZE = os.path.join(EXTENSION, "test", "tokenize.js")
-CORPUS = sorted(glob.glob(os.path.join(bundled_dir(), "*.nx"))) + \
-    sorted(glob.glob(os.path.join(HERE, "nx", "**", "*.nx"), recursive=True))
-
-# Every word and literal form the lexer knows, so that a word the corpus never
-# uses (or uses rarely) is still compared.
-SAMPLE = "\n".join([
-    "// sample.nx -- every keyword, type, constant and literal form",
-    "// license_tier: ORIGINAL",
-    "// lineage_id: x-1",
-    "import \"nx_f32.nx\"",
-    # `;` apart: `struct func` would make Pygments call `func` a struct's name
-    " ; ".join(KEYWORDS + CONSTANTS + BUILTIN_TYPES),
-    "const C: u64 = 0xDEADbeef + 0XFF + 0b1011 + 0B1 + 42 + 0",
-    "type T = *u8",
-    "struct S { a: *T, b: i64 }",
-    "extern func ext(p: *void, n: i64) -> *void",
-    "func f(s: *S, n: i64) -> bool {",
-    "    // note: a body comment that looks like metadata",
-    "    var x: i64 = sizeof(S) as i64 << 2 >> 1",
-    "    x += 1; x -= 1; x *= 2; x /= 2; x %= 3; x &= 7; x |= 8; x ^= 1; x <<= 1; x >>= 1",
-    "    if x == 1 && n != 2 || !(x <= 3) || x >= 4 || x < 5 || x > 6 { return ~x & 1 | 2 ^ 3 == 0 }",
-    "    while true { break } /* a block",
-    "    comment */ let y = -x % 3 + s.b * 2 / 1",
-    "    return false",
-    "}",
-    "/* unclosed",
-    "",
-])
-
-
 @functools.lru_cache(maxsize=None)
-def pygments_class(ttype) -> str | None:
-    if ttype in Comment:
-        return "comment"
-    if ttype in String:
-        return "string"
-    if ttype in Number:
-        return "number"
-    if ttype in Keyword.Type:
-        return "type"
-    if ttype in Keyword.Constant:
-        return "constant"
-    if ttype in Keyword:
-        return "keyword"
-    if ttype in Operator:
-        return "operator"
-    return None
-
-
-NAME_SCOPES = ((Name.Function, "entity.name.function."), (Name.Class, "entity.name.type."),
-               (Name.Constant, "variable.other.constant."))
-
-
-@functools.lru_cache(maxsize=None)
-def name_scope(ttype) -> str | None:
-    """The scope a Pygments Name.Function, .Class or .Constant token needs in TextMate."""
-    return next((prefix for t, prefix in NAME_SCOPES if ttype in t), None)
-
-
-@functools.lru_cache(maxsize=None)
-def textmate_class(scopes: tuple[str, ...]) -> str | None:
+def textmate_span(scopes: tuple[str, ...]) -> tuple[str | None, frozenset, str]:
+    """The class, the name kinds and a description of a token with these scopes."""
     def has(prefix: str) -> bool:
         return any(s.startswith(prefix) for s in scopes)
-    if has("comment."):
-        return "comment"
-    if has("string."):
-        return "string"
-    if has("constant.numeric."):
-        return "number"
-    if has("storage.type."):
-        return "type"
-    if has("constant.language."):
-        return "constant"
-    if has("keyword.operator."):
-        return "operator"
-    if has("keyword."):
-        return "keyword"
-    return None
+    cls = next((c for prefix, c in (("comment.", "comment"), ("string.", "string"), ("constant.numeric.", "number"),
+                                    ("storage.type.", "type"), ("constant.language.", "constant"),
+                                    ("keyword.operator.", "operator"), ("keyword.", "keyword")) if has(prefix)), None)
+    kinds = frozenset(k for prefix, k in (("entity.name.function.", "function"), ("entity.name.type.", "type"),
+                                          ("variable.other.constant.", "constant")) if has(prefix))
+    return cls, kinds, " ".join(scopes[1:])
 
 
 def tokenize(paths: list[str], grammar: str = GRAMMAR) -> dict[str, list]:
@@ -134,46 +65,8 @@ def disagreements(path: str, tokens: list) -> list[str]:
     """Where the TextMate tokens of `path` and the Pygments tokens disagree (file:line:col: what)."""
     with open(path, encoding="utf-8", newline="") as f:
         text = f.read()
-    # per character: the TextMate token's scopes and class, the Pygments token's kind and class
-    scopes: list[list[str] | None] = [None] * len(text)
-    tm: list[str | None] = [None] * len(text)
-    for start, end, sc in tokens:
-        cls = textmate_class(tuple(sc))
-        scopes[start:end] = [sc] * (end - start)
-        tm[start:end] = [cls] * (end - start)
-    kinds: list[object] = [None] * len(text)
-    pyg: list[str | None] = [None] * len(text)
-    need: list[str | None] = [None] * len(text)       # the scope a Name.Function, .Class, .Constant needs
-    for start, ttype, value in NxLexer().get_tokens_unprocessed(text):
-        n = len(value)
-        kinds[start:start + n] = [ttype] * n
-        pyg[start:start + n] = [pygments_class(ttype)] * n
-        need[start:start + n] = [name_scope(ttype)] * n
-
-    def where(i: int) -> str:
-        line = text.count("\n", 0, i) + 1
-        return f"{os.path.relpath(path)}:{line}:{i - (text.rfind(chr(10), 0, i) + 1) + 1}"
-
-    def scope_text(i: int) -> str:
-        return " ".join(scopes[i][1:]) or "plain"
-
-    out = []
-    for i, ch in enumerate(text):
-        if ch in "\r\n":
-            continue
-        if scopes[i] is None:
-            out.append(f"{where(i)}: no TextMate token covers {ch!r}")
-            continue
-        want, got = pyg[i], tm[i]
-        if want != got and not (ch.isspace() and (want is None or got is None)):
-            # (spaces between tokens belong to nothing in particular)
-            out.append(f"{where(i)}: {ch!r} is {kinds[i]} in Pygments ({want}) but {scope_text(i)} "
-                       f"in TextMate ({got})")
-        prefix = need[i]
-        if prefix is not None and not any(s.startswith(prefix) for s in scopes[i]):
-            out.append(f"{where(i)}: {ch!r} is {kinds[i]} in Pygments but {scope_text(i)} "
-                       f"in TextMate (no {prefix}*)")
-    return out
+    return highlight_support.disagreements(path, text, [(start, end, *textmate_span(tuple(sc)))
+                                                        for start, end, sc in tokens])
 
 
 @pytest.fixture(scope="module")
