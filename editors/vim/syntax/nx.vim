@@ -57,7 +57,8 @@ syn region nxBlockComment start="/\*" end="\*/" contains=nxTodo,@Spell
 " down is an ordinary comment.
 syn region nxHeader start="\%^\ze\s*//" end="^\ze\%(\s*//\)\@!" contains=nxHeaderMeta,nxLineComment
 syn match  nxHeaderMeta "^\s*//\s*[a-z][a-z0-9_]*:\s\+\S.*$" contained contains=nxHeaderKey
-syn match  nxHeaderKey  "//\s*\zs[a-z][a-z0-9_]*\ze:" contained
+" (a look-behind, not \zs: Vim then gives the same group whichever columns are asked first)
+syn match  nxHeaderKey  "\%(//\s*\)\@<=[a-z][a-z0-9_]*\ze:" contained
 
 hi def link nxImport       Include
 hi def link nxDeclaration  Keyword
