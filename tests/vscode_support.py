@@ -18,6 +18,7 @@ without having tokenized a single file.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -50,6 +51,7 @@ def _cache_base() -> str:
     return os.path.join(xdg, "nxc", "editors-npm")
 
 
+@functools.lru_cache(maxsize=None)
 def node_modules() -> str:
     """The folder of the extension's installed node packages (installing them if need be)."""
     node_exe = node()
@@ -72,6 +74,7 @@ def node_modules() -> str:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.isdir(done):                  # another worker installed it meanwhile
             return done
+        shutil.rmtree(home, ignore_errors=True)  # an install cut short (by hand): start again
         work = f"{home}.tmp-{os.getpid()}"
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
