@@ -1,0 +1,25 @@
+;;; faces.el --- print the faces nx-mode gives each file on the command line -*- lexical-binding: t; -*-
+;; emacs --batch -q -l faces.el FILE.nx ...  (NX_EMACS_DIR: the folder of nx-mode.el)
+;; prints JSON {"file": [[start, end, [face, ...]], ...]}, offsets in characters from 0.
+;; tests/test_editors.py runs it.
+(require 'json)
+(add-to-list 'load-path (getenv "NX_EMACS_DIR"))
+(require 'nx-mode)
+(let ((out nil))
+  (dolist (f command-line-args-left)
+    (with-temp-buffer
+      (insert-file-contents f)
+      (set-visited-file-name f t)
+      (set-auto-mode)
+      (unless (eq major-mode 'nx-mode) (error "%s: %s, not nx-mode" f major-mode))
+      (font-lock-ensure)
+      (let ((faces nil) (pos (point-min)))
+        (while (< pos (point-max))
+          (let* ((next (next-single-property-change pos 'face nil (point-max)))
+                 (face (get-text-property pos 'face)))
+            (push (vector (1- pos) (1- next) (mapcar #'symbol-name (if (listp face) face (list face)))) faces)
+            (setq pos next)))
+        (push (cons f (vconcat (nreverse faces))) out))
+      (set-buffer-modified-p nil)))
+  (setq command-line-args-left nil)
+  (princ (json-encode out)))
