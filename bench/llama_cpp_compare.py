@@ -2,7 +2,7 @@
 """nx against llama.cpp on the same GGUF file: a 64-token prompt, then decode steps.
 
 The file: one Qwen3-4B-shaped layer (hidden 2560, 32 / 8 heads, head_dim 128, intermediate
-9728, vocabulary cut to 1024; tests/qwen3_support.py), F16 weights by default, written once to
+9728; tests/qwen3_support.py) with a small trained vocabulary (~600 tokens), F16 weights by default, written once to
 a temporary folder (or --model PATH). Both sides run the same tokens:
 
   prompt   --prompt tokens in one pass (nx: a paged Session.step; llama.cpp: Llama.eval with
@@ -92,7 +92,7 @@ def llama_side(path, tokens, steps, threads, repeat):
         t0 = time.perf_counter()
         llm.eval([tok])
         per.append(time.perf_counter() - t0)
-        tok = (tok * 7 + 1) % 1000 + 1      # the token's value does not change the step's cost
+        tok = (tok * 7 + 1) % 500 + 1      # the token's value does not change the step's cost
     del llm
     return prompt, statistics.median(per)
 
@@ -126,8 +126,14 @@ def main(argv=None) -> int:
     if path is None:
         tmp = tempfile.TemporaryDirectory()
         path = os.path.join(tmp.name, f"qwen3-4b-layer-{args.dtype}.gguf")
-        qs.write_model(path, qs.QWEN3_4B_LAYER, seed=0, dtype=args.dtype)
-    tokens = [(7 * i + 3) % 1000 + 1 for i in range(args.prompt)]
+        # llama.cpp refuses a "gpt2" vocabulary without merges: the file carries a small
+        # trained BPE (tests/tokenizer_support.py), and the vocabulary becomes its size
+        import dataclasses
+        import tokenizer_support
+        tok = tokenizer_support.train(vocab_size=600, n_docs=800)
+        cfg = dataclasses.replace(qs.QWEN3_4B_LAYER, vocab=tok.get_vocab_size())
+        qs.write_model(path, cfg, seed=0, dtype=args.dtype, tokenizer=tok)
+    tokens = [(7 * i + 3) % 500 + 1 for i in range(args.prompt)]
     print(f"file {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB), prompt {args.prompt}, "
           f"{args.steps} decode steps; nx {'checked' if args.checked else 'unchecked'} C; wall seconds")
     print("| threads | prompt nx | prompt llama.cpp | nx / llama.cpp | decode step nx | decode llama.cpp "
