@@ -38,7 +38,6 @@ SIGNATURES = {
     "nxc_file_log": (ctypes.c_void_p, ()),
     "nxc_file_log_bytes": (_I64, ()),
     "nxc_set_threads": (_I, (_I,)),
-    "nxc_threads": (_I, ()),
 }
 
 
