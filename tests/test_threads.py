@@ -138,3 +138,18 @@ def test_thread_count_options():
         nxc.load(REF, threads=0)
     r = nxc_cmd("run", "--threads", "0", KERNELS, timeout=60)
     assert r.returncode == 2 and "--threads must be between 1 and 256" in r.stderr
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_division_by_zero_in_task_reads_as_on_python(threads):
+    """A trap in a task called by a function with no frame of its own otherwise (main here):
+    the caller keeps a frame for the call, so the stack is the Python backend's, word for word."""
+    path = os.path.join(THREADS, "par_divzero.nx")
+    c = nxc_cmd("run", "--threads", str(threads), path, timeout=120)
+    py = nxc_cmd("run", "--backend", "py", "--threads", str(threads), path, timeout=120)
+    assert c.returncode == py.returncode == 4
+    assert "runtime error: division by zero" in c.stderr
+    assert "par_divzero.nx:14:5 in main" in c.stderr
+    assert c.stderr == py.stderr
+    u = nxc_cmd("run", "--unchecked", "--threads", str(threads), path, timeout=120)
+    assert u.returncode == 4 and "division by zero" in u.stderr

@@ -186,7 +186,9 @@ class FunctionEmitter(FunctionEmitterBase):
         # silent function (nxc/lower/effects.py: no fault, no loop possible in
         # it) stores no site either.
         self.silent = silent
-        self.loud = own_function_names(program) - silent
+        # sys_parallel_for counts as a loud call: it runs a task (which may fault) and
+        # stores its site in this frame's slot (runtime/nx_threads.c), as a call does.
+        self.loud = (own_function_names(program) - silent) | task_externs()
         self.framed = checked and (has_loop(fn.decl.body) or bool(body_facts(fn, self.info).calls & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
