@@ -18,8 +18,11 @@ F32 (converted on use) and as float32 bits in i64 words (converted on load).
 
 nx runs the unchecked C build (as bench/run_bench.py's kernel rows); --checked: the default
 build of nxc.load and the model loader (the packed linear kernel is ~3x slower there).
+--threads N: nx's linear layers on N threads (default 1, as numpy); with N > 1 the nx times
+are wall seconds (CPU time would add the threads up), and the load average is printed with them.
 
 Usage:  python bench/qwen3_layer.py [--model PATH] [--prompt 64] [--context 1024] [--repeat 1] [--checked]
+                                    [--threads N]
 """
 from __future__ import annotations
 
@@ -42,12 +45,12 @@ import numpy as np  # noqa: E402
 import qwen3_support as qs  # noqa: E402
 
 
-def cpu(fn, repeat):
+def cpu(fn, repeat, clock=time.process_time):
     best = float("inf")
     for _ in range(repeat):
-        t = time.process_time()
+        t = clock()
         r = fn()
-        best = min(best, time.process_time() - t)
+        best = min(best, clock() - t)
     return best, r
 
 
@@ -107,7 +110,9 @@ def main(argv=None):
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--checked", action="store_true", help="the checked C build (default: unchecked, as the other benches)")
+    ap.add_argument("--threads", type=int, default=1, help="threads for nx's linear layers (default 1; > 1: wall time)")
     args = ap.parse_args(argv)
+    nx_clock = time.process_time if args.threads == 1 else time.perf_counter
     os.environ.setdefault("NXC_CACHE_DIR", str(ROOT / ".nxc-cache"))
     from nxc.models import qwen3
     cfg = qs.QWEN3_4B_LAYER
@@ -122,7 +127,7 @@ def main(argv=None):
     else:
         stored = None
     t, c = time.time(), time.process_time()
-    model = qwen3.load(path, checked=args.checked)
+    model = qwen3.load(path, checked=args.checked, threads=args.threads)
     print(f"nx GGUF load (check + cached build + read): {time.time() - t:.2f} s wall, "
           f"{time.process_time() - c:.2f} s CPU")
     if stored is None:
@@ -133,7 +138,7 @@ def main(argv=None):
     rows = []
 
     # prompt
-    t_nx, _ = cpu(lambda: model.forward(prompt), args.repeat)
+    t_nx, _ = cpu(lambda: model.forward(prompt), args.repeat, nx_clock)
     x0 = stored["token_embd.weight"][prompt].astype(np.float32)
     e = np.zeros((0, cfg.n_kv_heads, cfg.head_dim), np.float32)
     t_np, _ = cpu(lambda: numpy_layer(cfg, W, x0, e, e, 0), args.repeat)
@@ -154,9 +159,9 @@ def main(argv=None):
             assert nxm.nx_pkv_append_layer(s.seq, 0, Kb, Vb, past) == 0
             assert nxm.nx_pkv_advance(s.seq, past) == 0
             s.position = past
-            t = time.process_time()
+            t = nx_clock()
             s.step(tok)
-            return time.process_time() - t
+            return nx_clock() - t
 
     t_nx = min(nx_decode() for _ in range(args.repeat))
     Kc = K.reshape(past, cfg.n_kv_heads, cfg.head_dim)
@@ -166,7 +171,9 @@ def main(argv=None):
     rows.append((f"decode, 1 token at {args.context} context", t_nx, t_np, layer_flops(cfg, 1, [args.context])))
 
     print()
-    print("| case | nx C (s) | nx GFLOP/s | numpy f32 (s) | numpy GFLOP/s | nx / numpy time |")
+    clock = "CPU" if args.threads == 1 else f"wall, {args.threads} threads"
+    print(f"nx: {clock}; numpy: CPU, 1 thread; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
+    print(f"| case | nx C (s, {clock}) | nx GFLOP/s | numpy f32 (s) | numpy GFLOP/s | nx / numpy time |")
     print("|---|---|---|---|---|---|")
     for name, a, b, fl in rows:
         print(f"| {name} | {a:.3f} | {fl / a / 1e9:.2f} | {b:.3f} | {fl / b / 1e9:.2f} | {a / b:.1f}x |")

@@ -314,6 +314,39 @@ def bench_linear(shapes, tokens, repeats):
                 extra = (f"{R * C * es / t / 1e9:.1f} GB/s of weights ({R * C * es / t / 1e9 / bw:.0%} of bandwidth)"
                          if T == 1 else f"nx/numpy {t / t_np:.2f}")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
+    bench_linear_threads(shapes, tokens, repeats)
+
+
+def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
+    """The packed kernel (bf16, unchecked C) at 1 and 2 threads, wall time (CPU time adds the
+    threads' times up), in turns; the ratio is the speed-up (issue 28's target: >= 1.8x on the
+    prompt, 2 cores idle). The load average is printed beside it: on a shared machine the
+    second core is often someone else's, and the ratio then says so."""
+    print(f"1d. Linear layers on threads (bf16, wall time); load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} CPUs")
+    path = os.path.join(bundled_dir(), "nx_f32_gemm.nx")
+    mods = {t: nxc.load(path, checked=False, threads=t) for t in counts}
+    rng = np.random.default_rng(4)
+    for R, C in shapes:
+        Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
+        Rp = (R + 15) // 16 * 16
+        src = (Wf.view(np.uint32) >> 16).astype(np.uint16)
+        buf = np.zeros(Rp * C * 2 + 64, np.uint8)
+        P = buf[(-buf.ctypes.data) % 64:][:Rp * C * 2].view(np.uint16)
+        mods[1].nx_gemm_pack_u16(np.ascontiguousarray(src), R, C, P)
+        for T in tokens:
+            X = bits(rng.standard_normal((T, C)).astype(np.float32).ravel())
+            Ys = {t: np.zeros(T * R, np.int64) for t in counts}
+            fns = [lambda t=t: mods[t].nx_gemm_u16(P, True, R, C, X, T, Ys[t]) for t in counts]
+            times = paired_medians(fns, repeats)
+            same = all(np.array_equal(Ys[t], Ys[counts[0]]) for t in counts)
+            flops = 2.0 * R * C * T
+            for t, s in zip(counts, times):
+                row("linear", f"{R}x{C}, {T} tok: nx bf16, {t} thread{'s' if t > 1 else ''} (wall)",
+                    f"{ms(s)}   {flops / s / 1e9:.1f} GFLOP/s")
+            row("linear", f"{R}x{C}, {T} tok: {counts[-1]} threads / 1 thread",
+                f"{times[0] / times[-1]:.2f}x   same bits: {'yes' if same else 'NO'}   "
+                f"load {os.getloadavg()[0]:.2f}")
 
 
 # ---------------------------------------------------------------- 2. paged vs contiguous
@@ -674,7 +707,8 @@ def bench_python(repeats):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
-    ap.add_argument("--only", choices=["gqa", "simd", "linear", "paged", "checked", "build", "frontend", "python"], action="append")
+    ap.add_argument("--only", choices=["gqa", "simd", "linear", "threads", "paged", "checked", "build", "frontend", "python"],
+                    action="append", help="sections to run (linear includes threads: the linear kernel at 1 and 2 threads)")
     args = ap.parse_args()
     os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
     only = set(args.only or ["gqa", "simd", "linear", "paged", "checked", "build", "frontend", "python"])
@@ -688,6 +722,9 @@ def main() -> int:
     if "linear" in only:
         bench_linear([(512, 256)] if q else [(9728, 2560), (2560, 9728), (4096, 2560)], [64, 1] if q else [64, 1],
                      3 if q else 5)
+    if "threads" in only and "linear" not in only:
+        bench_linear_threads([(512, 256)] if q else [(9728, 2560), (2560, 9728), (4096, 2560)], [64, 1],
+                             3 if q else 5)
     if "paged" in only:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
     if "checked" in only:

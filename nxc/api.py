@@ -26,6 +26,7 @@ import numpy as np
 from nxc.backend.base import Loaded, NxRuntimeError
 from nxc.backend.registry import NAMES, backend_for
 from nxc.check.program import Function, Program, Symbol
+from nxc.check.externs import task_externs
 from nxc.check.types import BoolType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import Diagnostics
 
@@ -187,7 +188,7 @@ class Module:
         self.functions = {fn.decl.name: Function_(self, fn) for fn in program.functions
                           if fn is not program.entry}
         for sym in program.externs:
-            if sym.name not in self.functions:
+            if sym.name not in self.functions and sym.name not in task_externs():
                 self.functions[sym.name] = Function_(self, extern_function(sym), extern=True)
         cls = type(self)
         if cls is not Module:
@@ -302,7 +303,7 @@ def find_module(path: str, include: list[str] | None = None) -> str:
 
 
 def load(path: str, backend: str = "c", include: list[str] | None = None, opt: str = "2",
-         soft_f32: bool = False, checked: bool = True, march: str | None = None) -> Module:
+         soft_f32: bool = False, checked: bool = True, march: str | None = None, threads: int = 1) -> Module:
     """Check, build (or reuse the cached build) and load a .nx module.
 
     checked=True (default; C backend): memory accesses are checked, numpy
@@ -313,6 +314,8 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     march: the C target ("x86-64", "x86-64-v3", "x86-64-v4", "native"; None =
     native, the host's instruction set); part of the cache key, the same bits
     on each; "x86-64" for a build that runs on any x86-64 CPU.
+    threads: how many threads the module's sys_parallel_for calls may use
+    (default 1); every result is the same bits for any count.
     soft_f32=True: the float32 primitives are the .nx integer code of
     nx_src/nx_f32_soft.nx instead of the runtime's (bit-identical, no FPU).
     Raises diagnostics.CompileError for mistakes in the .nx code.
@@ -323,6 +326,9 @@ def load(path: str, backend: str = "c", include: list[str] | None = None, opt: s
     if march is not None:
         from nxc.backend.c.build import build_config
         opt = build_config(opt, march)
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
+        raise ValueError(f"threads must be an integer from 1 to 256, not {threads!r}")
     program = check_file(find_module(path, include), include, Diagnostics(warnings=False), soft_f32=soft_f32)
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="api", opt=opt)
+    prepared.loaded.set_threads(threads)
     return Module(program, prepared.loaded)

@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="c (default), py (checked memory), or both (fails unless they agree)")
     r.add_argument("--timeout", type=seconds, default=60.0, metavar="SECONDS",
                    help="stop the gate after SECONDS (default 60)")
+    r.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="threads sys_parallel_for may use (default 1; the result is the same for any N)")
     r.add_argument("-v", "--verbose", action="store_true", help="say how long each step took")
     _add_include(r)
     _add_warn(r)
@@ -333,6 +335,9 @@ def cmd_run(args) -> int:
     if args.timeout <= 0:
         print("nxc: error: --timeout must be positive", file=sys.stderr)
         return P.RUN_USAGE
+    if not 1 <= args.threads <= 256:
+        print("nxc: error: --threads must be between 1 and 256", file=sys.stderr)
+        return P.RUN_USAGE
     t0 = time.perf_counter()
     try:
         program, _ = _front(args.file, args)
@@ -346,7 +351,8 @@ def cmd_run(args) -> int:
     options = gates_execute.Options(timeout=args.timeout, checked=not args.unchecked)
     try:
         outcomes = execute(program, args.backend, opt=args.opt, use_cache=not args.no_cache,
-                           timeout=args.timeout, verbose=args.verbose, checked=options.checked)
+                           timeout=args.timeout, verbose=args.verbose, checked=options.checked,
+                           threads=args.threads)
     except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
         _report_compile_error(exc)
         return P.RUN_COMPILE_ERROR

@@ -45,7 +45,16 @@ EXTERNS = {
     "sys_file_read": (("i64", "i64", "*void", "i64"), "i64"),
     # close: 0
     "sys_file_close": (("i64",), "i64"),
+    # threads (runtime/nx_threads.h): sys_parallel_for(task, ctx, n) runs
+    # task(ctx, begin, end) over the chunks of [0, n), on the pool's threads,
+    # and returns 0 when all have run. `task` must be the NAME of a function
+    # `func f(ctx: *void, begin: i64, end: i64)` (the checker refuses anything
+    # else: .nx has no function values); items must be independent.
+    "sys_parallel_for": (("*void", "*void", "i64"), "i64"),
 }
+
+# The externs whose first argument is a task: a function's name (see above).
+TASK_EXTERNS = frozenset({"sys_parallel_for"})
 
 # The externs that are pure float32 operations: no side effects, result
 # depends only on the arguments, implemented by nx_runtime.h on C `float`
@@ -88,4 +97,5 @@ def c_name(name: str) -> str:
 
 
 assert F32_PRIMITIVES <= EXTERNS.keys()
+assert TASK_EXTERNS <= EXTERNS.keys()
 assert F32_OPERAND_KINDS.keys() == F32_PRIMITIVES

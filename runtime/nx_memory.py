@@ -190,6 +190,11 @@ class Runtime:
         # Every path sys_file_open tried, with whether it opened (the runner keys a
         # cached pass on those files: nxc/gates/inputs.py); None once past FILE_LOG_MAX.
         self.files_opened: list | None = []
+        # sys_parallel_for (runtime/nx_threads.h): the thread count the C
+        # runtime would split for (only the chunks' bounds depend on it, never
+        # a result), and whether a task is running (a nested call runs inline).
+        self.threads = 1
+        self.in_task = False
 
     def close(self) -> None:
         """Release the arena (the loaded module must not run afterwards)."""
@@ -310,6 +315,25 @@ class Runtime:
                         self._clear_shadow(first, last - first)
         else:
             self._clear_shadow(m.base, m.size)
+        return 0
+
+    def sys_parallel_for(self, task, ctx: int, n: int, site: int = -1) -> int:
+        """task(ctx, begin, end) over the chunks of [0, n) the C pool would
+        make for `self.threads` threads, one after the other, in order: the
+        same items, so the same results (nx_threads.h states the contract)."""
+        if n <= 0:
+            return 0
+        grain = parallel_grain(n, min(self.threads, n))
+        if self.in_task:                      # a nested call: in order, as C runs it
+            for b in range(0, n, grain):
+                task(ctx, b, min(b + grain, n))
+            return 0
+        self.in_task = True
+        try:
+            for b in range(0, n, grain):
+                task(ctx, b, min(b + grain, n))
+        finally:
+            self.in_task = False
         return 0
 
     def sys_write(self, fd: int, buf: int, n: int, site: int = -1) -> int:
@@ -605,6 +629,11 @@ class Runtime:
 
     def _mapped_at(self, m: _Mapping) -> str:
         return f" (mapped at {self.where(m.site)})" if m.site is not None and m.site >= 0 else ""
+
+
+def parallel_grain(n: int, threads: int) -> int:
+    """Items per chunk of sys_parallel_for (nxrt_grain in runtime/nx_threads.c)."""
+    return n if threads <= 1 else -(-n // (threads * 4))
 
 
 def _is_regular(fd: int) -> bool:

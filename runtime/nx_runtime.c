@@ -18,9 +18,9 @@
 #endif
 
 /* ---- traps ---- */
-NXRT_API jmp_buf *nx_trap_env;
-NXRT_API int nx_trap_at = -1;
-NXRT_API const char *nx_trap_what = "";
+NXRT_API _Thread_local jmp_buf *nx_trap_env;
+NXRT_API _Thread_local int nx_trap_at = -1;
+NXRT_API _Thread_local const char *nx_trap_what = "";
 
 NXRT_API __attribute__((noreturn, cold, noinline))
 void nx_trap(int site, const char *what)
@@ -266,14 +266,14 @@ static void nxrt_dead_push(const nxrt_region *r, int held)
 }
 
 /* The last fault: read by nxc_fault_info(). */
-NXRT_API int64_t nxrt_fault[10];
+NXRT_API _Thread_local int64_t nxrt_fault[10];
 
 /* Shadow stack: [0] = depth, [1 + k] = site of frame k.  Volatile: another
    process reads it after killing this one, so no store may be merged away or
    sunk past a loop (C11 lets a compiler assume a loop without volatile
    accesses terminates, and then push and pop would cancel out). */
 NXRT_API int32_t nxrt_stack_store[2 + NXRT_STACK_CAP];
-NXRT_API volatile int32_t *nxrt_stk = nxrt_stack_store;
+NXRT_API _Thread_local volatile int32_t *nxrt_stk = nxrt_stack_store;   /* a pool worker's: its own (nx_threads.c) */
 
 /* Put the shadow stack in `page` (nbytes; shared with a parent process). */
 NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes)
@@ -302,6 +302,7 @@ __attribute__((noreturn, cold, noinline))
 static void nxrt_fail(int kind, uintptr_t a, int64_t size, const nxrt_region *r, int site, const char *what)
 {
     nxrt_record(kind, a, size, r, site);
+    nxrt_table_leave();                 /* held while tasks run (nx_threads.h) */
     nx_trap(site, what);
 }
 
@@ -337,7 +338,8 @@ static const nxrt_region *nxrt_find_live(uintptr_t a, uint64_t size)
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
     if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len && nxrt_live[hi].len - (a - nxrt_live[hi].base) >= size) {
-        nxrt_last_live = hi;
+        if (!nxrt_par_active)           /* a hint shared by threads: not written while tasks run */
+            nxrt_last_live = hi;
         return &nxrt_live[hi];
     }
     for (i = nxrt_nbufs - 1; i >= 0; i--) {  /* API buffers may overlap: scan them */
@@ -466,17 +468,20 @@ static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, ui
 {
     nxrt_site_cache c;
     nxrt_recent *e = &nxrt_recent_tab[(a >> NXRT_RECENT_SHIFT) % NXRT_RECENT];
-    const nxrt_region *r = nxrt_find_live(a, size);
+    const nxrt_region *r;
+    nxrt_table_enter();
+    r = nxrt_find_live(a, size);
     if (r == NULL || (a & (align - 1)) != 0) {
         if (trap)
             nxrt_explain(a, size, align, site, "invalid memory access");
+        nxrt_table_leave();
         c.base = 0;
         c.span = 0;
         return c;
     }
     c.base = r->base;
     c.span = (r->base & (align - 1)) ? 0 : ((r->len - size) >> __builtin_ctzll(align)) + 1;
-    if (r->id != 0) {
+    if (r->id != 0 && !nxrt_par_active) {   /* tasks running: the shared caches are read-only */
         e->base = r->base;
         e->len = r->len;
         e->id = r->id;
@@ -484,6 +489,7 @@ static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, ui
         g->span = c.span;
         g->id = r->id;
     }
+    nxrt_table_leave();
     return c;
 }
 
@@ -494,6 +500,8 @@ static inline __attribute__((always_inline)) nxrt_site_cache nxrt_chk_lookup(uin
     nxrt_recent *e;
     /* An entry is only written with an id from nxrt_new_id (never 0), whose bit
        exists: the bit alone says whether it is still valid. */
+    if (__builtin_expect(nxrt_par_active, 0))
+        return nxrt_chk_search(a, size, align, site, trap, g);   /* tasks run: the table, under its lock */
     if (nxrt_rotr(a - g->base, (unsigned)__builtin_ctzll(align)) < g->span && nxrt_alive_bit(g->id)) {
         c.base = g->base;
         c.span = g->span;
@@ -821,7 +829,7 @@ static void nxrt_big_drop(uintptr_t base, uint64_t nbytes)
 #endif
 
 /* sys_mmap, checked: zeroed, 16-byte aligned, with red zones, registered. */
-NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site)
+static void *nxrt_chk_mmap_locked(int64_t nbytes, int site)
 {
     nxrt_region r;
     char *block = NULL;
@@ -861,7 +869,7 @@ NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site)
 }
 
 /* sys_munmap, checked: the range goes to the quarantine (see above). */
-NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
+static int64_t nxrt_chk_munmap_locked(void *p, int64_t nbytes, int site)
 {
     uintptr_t a = (uintptr_t)p;
     int64_t lo = 0, hi = nxrt_nlive - 1, i;
@@ -915,12 +923,34 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
     return 0;
 }
 
+/* The two that change the table: under its lock while tasks run (nx_threads.h;
+   a fault inside releases it, in nxrt_fail). */
+NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site)
+{
+    void *p;
+    nxrt_table_enter();
+    p = nxrt_chk_mmap_locked(nbytes, site);
+    nxrt_table_leave();
+    return p;
+}
+
+NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
+{
+    int64_t rc;
+    nxrt_table_enter();
+    rc = nxrt_chk_munmap_locked(p, nbytes, site);
+    nxrt_table_leave();
+    return rc;
+}
+
 /* The externs that take a buffer, checked: its n bytes must lie inside one
    live mapping, else the fault is reported at the call's site as `what`. */
 static void nxrt_chk_range(const void *buf, int64_t n, int site, const char *what)
 {
+    nxrt_table_enter();
     if (n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
         nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, what);
+    nxrt_table_leave();
 }
 
 /* sys_write, checked (the standard streams; other fds are refused anyway). */
@@ -1005,6 +1035,9 @@ NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { (void)p; (voi
 NX_EXPORT void nxc_buf_clear(void) { }
 NX_EXPORT int nxc_probe(void *p, int64_t size, int64_t align) { (void)p; (void)size; (void)align; return 0; }
 #endif /* NXRT_CHECKED */
+
+/* ---- the thread pool (sys_parallel_for) ---- */
+#include "nx_threads.c"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

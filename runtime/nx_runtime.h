@@ -84,10 +84,12 @@
 
 /* A trap (division by zero, a failed check) records where it happened and
    unwinds to the entry point that was called (nx_trap_env, set by
-   NX_GUARDED in the generated entry points); outside any, it aborts. */
-NXRT_STATE jmp_buf *nx_trap_env;
-NXRT_STATE int nx_trap_at;
-NXRT_STATE const char *nx_trap_what;
+   NX_GUARDED in the generated entry points); outside any, it aborts.
+   Per thread: a task of sys_parallel_for (nx_threads.h) traps to its
+   chunk's handler on the thread that runs it. */
+NXRT_STATE _Thread_local jmp_buf *nx_trap_env;
+NXRT_STATE _Thread_local int nx_trap_at;
+NXRT_STATE _Thread_local const char *nx_trap_what;
 NXRT_API __attribute__((noreturn, cold)) void nx_trap(int site, const char *what);
 
 /* The gate's report (written by a module's `main` compiled in gate mode, read
@@ -545,9 +547,10 @@ NXRT_STATE int64_t nxrt_dead_head, nxrt_ndead;
 NXRT_STATE uint64_t nxrt_dead_bytes;
 NXRT_STATE nxrt_region nxrt_bufs[64];
 NXRT_STATE int64_t nxrt_nbufs;
-NXRT_STATE int64_t nxrt_fault[10];
+/* Per thread (nx_threads.h): the fault a thread met, and its shadow stack. */
+NXRT_STATE _Thread_local int64_t nxrt_fault[10];
 NXRT_STATE int32_t nxrt_stack_store[2 + NXRT_STACK_CAP];
-NXRT_STATE volatile int32_t *nxrt_stk;
+NXRT_STATE _Thread_local volatile int32_t *nxrt_stk;
 
 /* At each entry point: an empty stack, no fault recorded yet. */
 static inline void nxrt_stack_reset(void) { nxrt_stk[0] = 0; nxrt_fault[0] = 0; }
@@ -717,6 +720,9 @@ NXRT_API void nxrt_buf_clear(void);
 NXRT_API int nxrt_probe(uintptr_t a, int64_t size, int64_t align);
 
 #endif /* NXRT_CHECKED */
+
+/* The thread pool (sys_parallel_for): its own header, after the state it uses. */
+#include "nx_threads.h"
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

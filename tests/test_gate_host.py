@@ -98,7 +98,8 @@ def test_the_childs_entry_points_are_the_runtimes():
     declared = {re.search(r"(\w+)\(", d).group(1) for d in GATE_CDEF + LINK_CDEF}
     used = {"nxc_run_main", "nxc_gate_site", "nxc_trap_site", "nxc_gate_captured", "nxc_gate_captured_mask",
             "nxc_fault_info", "nxc_stack_depth", "nxc_stack_frame", "nxc_stack_mirror", "nxc_stack_bytes",
-            "nxc_module_count", "nxc_modules_bound", "nxc_module_bind", "nxc_file_log", "nxc_file_log_bytes"}
+            "nxc_module_count", "nxc_modules_bound", "nxc_module_bind", "nxc_file_log", "nxc_file_log_bytes",
+            "nxc_set_threads"}
     assert set(gate_child.SIGNATURES) == used <= declared
     for d in GATE_CDEF + LINK_CDEF:             # argument counts agree with the cdef
         name = re.search(r"(\w+)\(", d).group(1)

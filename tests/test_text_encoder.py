@@ -83,9 +83,14 @@ def test_unchecked_gives_the_same_bits(model_file, encoder):
     assert np.array_equal(fast.encode(PROMPT).view(np.uint32), encoder.encode(PROMPT).view(np.uint32))
 
 
-def test_threads_other_than_one_are_refused_not_ignored(model_file):
-    with pytest.raises(qwen3.Qwen3Error, match="one thread"):
-        qwen3.load(model_file[0], threads=2)
+def test_any_thread_count_gives_the_same_bits(model_file, encoder):
+    """The fixture runs on every core (the default); 1 and 3 threads give the same words."""
+    for t in (1, 3):
+        other = qwen3.text_encoder(model_file[0], threads=t)
+        assert other.model.threads == t
+        assert np.array_equal(other.encode(PROMPT).view(np.uint32), encoder.encode(PROMPT).view(np.uint32))
+    with pytest.raises(qwen3.Qwen3Error, match="from 1 to 256"):
+        qwen3.load(model_file[0], threads=0)
 
 
 def test_a_file_without_a_tokenizer_is_a_clear_error(tmp_path):

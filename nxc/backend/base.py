@@ -63,6 +63,12 @@ class Loaded(abc.ABC):
     # A backend that can say where the child was sets interrupt_on_timeout (the
     # child gets SIGUSR1 first) and/or answers stack_after_death().
     interrupt_on_timeout = False
+    # Threads a sys_parallel_for may use (runtime/nx_threads.h); never changes a result.
+    threads = 1
+
+    def set_threads(self, n: int) -> None:
+        """Use up to `n` threads in sys_parallel_for from now on (n >= 1)."""
+        self.threads = max(1, int(n))
 
     def share_stack(self) -> None:
         """Called before the fork: make whatever the child reports its stack through."""

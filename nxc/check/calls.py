@@ -5,9 +5,9 @@ from __future__ import annotations
 from nxc.syntax import ast
 from nxc.diagnostics import Diagnostics
 from nxc.check.base import CheckerBase, kind_word
-from nxc.check.externs import f32_primitives
+from nxc.check.externs import f32_primitives, task_externs
 from nxc.check.program import SOFT_F32_MODULE, Symbol, soft_f32_name
-from nxc.check.types import VOID, FuncType
+from nxc.check.types import I64, VOID, VOID_PTR, FuncType
 
 
 class CallChecker(CheckerBase):
@@ -48,6 +48,9 @@ class CallChecker(CheckerBase):
                              [Diagnostics.note(decl.pos, f"'{f.ident}' is declared here")])
         for i, a in enumerate(e.args):
             pt = ftype.params[i] if i < len(ftype.params) else None
+            if i == 0 and sym.kind == "extern" and sym.name in task_externs():
+                self.check_task(a, f.ident)
+                continue
             at = self.check_value(a, pt)
             if at is not None and pt is not None:
                 self.coerce(a, pt, f"argument '{decl.params[i].name}' of '{f.ident}'")
@@ -56,6 +59,33 @@ class CallChecker(CheckerBase):
             self.diags.error(e.pos, f"'{f.ident}' returns no value")
             return None
         return ret
+
+    # The signature a task of sys_parallel_for must have (runtime/nx_threads.h).
+    TASK_TYPE = FuncType((VOID_PTR, I64, I64), VOID)
+
+    def check_task(self, a, callee: str) -> None:
+        """The first argument of sys_parallel_for: the name of a function
+        (ctx: *void, begin: i64, end: i64) with no result. .nx has no function
+        values; this is the one place a function's name is an argument (the
+        emitters pass its address). Its type is recorded as *void."""
+        want = "func(ctx: *void, begin: i64, end: i64)"
+        sym = self.lookup(a) if isinstance(a, ast.Name) else None
+        if not isinstance(a, ast.Name):
+            self.check_value(a, None)
+            self.diags.error(a.pos, f"the first argument of '{callee}' must be the name of a function {want}")
+            return
+        if sym is None:
+            return
+        if sym.kind != "func" or a.ident == "main":
+            self.diags.error(a.pos, f"the first argument of '{callee}' must be the name of a function {want}; "
+                             f"'{a.ident}' is {'the gate' if a.ident == 'main' else 'a ' + kind_word(sym.kind)}")
+            return
+        if sym.type is not None and sym.type != self.TASK_TYPE:
+            self.diags.error(a.pos, f"'{a.ident}' cannot be a task of '{callee}': it is {sym.type}, "
+                             f"a task is {want} with no result",
+                             [Diagnostics.note(sym.decl.pos, f"'{a.ident}' is declared here")])
+            return
+        self.types[a] = VOID_PTR
 
     def soft_f32_callee(self, f: ast.Name, sym: Symbol) -> Symbol:
         """--soft-f32: a call of a runtime float32 primitive (F32_PRIMITIVES)

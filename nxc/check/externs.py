@@ -25,3 +25,8 @@ def externs() -> dict:
 
 def f32_primitives() -> frozenset:
     return frozenset(_table().F32_PRIMITIVES)
+
+
+def task_externs() -> frozenset:
+    """Externs whose first argument names a task function (runtime/nx_externs.py)."""
+    return frozenset(getattr(_table(), "TASK_EXTERNS", ()))

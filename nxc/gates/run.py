@@ -24,7 +24,7 @@ from nxc.gates.protocol import Outcome, Status
 
 def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
              timeout: float | None = 60.0, verbose: bool = False, emitted=None, checked: bool = True,
-             capture: bool = False, memory_limit: int | None = None) -> Outcome:
+             capture: bool = False, memory_limit: int | None = None, threads: int = 1) -> Outcome:
     """The outcome of the program's gate on one backend.
 
     emitted: code emitted already (for a test of an emitter variant).
@@ -32,7 +32,8 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     crashes, it is run again checked to say where (the outcome stays CRASH,
     with that run's finding in `detail` and its `stack`).
     capture: keep the gate's stdout/stderr in `Outcome.output` (nxc test).
-    memory_limit: bytes of resident memory before it is stopped (MEMORY-LIMIT)."""
+    memory_limit: bytes of resident memory before it is stopped (MEMORY-LIMIT).
+    threads: how many threads sys_parallel_for may use (never changes a result)."""
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="gate", opt=opt,
                                                              use_cache=use_cache, emitted=emitted)
     if verbose and prepared.build_cached is not None:
@@ -40,6 +41,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
         print(f"nxc: emit {1000 * prepared.emit_seconds:.1f} ms, "
               f"{what} {1000 * prepared.build_seconds:.1f} ms", file=sys.stderr)
     loaded = prepared.loaded
+    loaded.set_threads(threads)
     start = time.perf_counter()
     ended, stack_after_death = _run_in_host(loaded, timeout, capture, memory_limit)
     if ended is None:       # no host here (or it failed): the child is forked from this process
@@ -121,11 +123,12 @@ def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: 
 
 
 def execute(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
-            timeout: float | None = 60.0, verbose: bool = False, checked: bool = True) -> list[Outcome]:
+            timeout: float | None = 60.0, verbose: bool = False, checked: bool = True,
+            threads: int = 1) -> list[Outcome]:
     """Run the program's gate on one backend, or on both ("both")."""
     outcomes = []
     for b in (("c", "py") if backend == "both" else (backend,)):
-        outcomes.append(run_gate(program, b, opt, use_cache, timeout, verbose, checked=checked))
+        outcomes.append(run_gate(program, b, opt, use_cache, timeout, verbose, checked=checked, threads=threads))
         if verbose:
             print(f"nxc: gate ({b}) {1000 * outcomes[-1].seconds:.1f} ms", file=sys.stderr)
     return outcomes

@@ -24,8 +24,9 @@ from nxc.lower.may_unmap import may_unmap
 from nxc.syntax import ast
 
 # Externs that read or write memory or end a mapping (the rest are pure float32 operations).
+# sys_parallel_for runs a task, which may do anything a function may.
 MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
-                            "sys_file_close", "sys_file_size"})
+                            "sys_file_close", "sys_file_size", "sys_parallel_for"})
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ def may_unmap(program, functions=None, known=(), calls_of=None) -> set[str]:
     sym = info.sym if info is not None else _symbol
     calls_of = calls_of or (lambda fn: calls_in(fn.decl.body, sym))
     callees = {fn.decl.name: calls_of(fn) for fn in (program.functions if functions is None else functions)}
-    result = {"sys_munmap", *known}
+    # sys_parallel_for: its task may unmap (its own scratch), like any callee
+    result = {"sys_munmap", "sys_parallel_for", *known}
     changed = True
     while changed:
         changed = False

@@ -85,20 +85,28 @@ def _tensor_name(role: int, layer: int) -> str:
     return f"blk.{layer}.{base}.weight" if layer >= 0 else f"{base}.weight"
 
 
+def default_threads() -> int:
+    """The cores this process may run on (sched_getaffinity where there is one)."""
+    try:
+        return max(1, min(256, len(os.sched_getaffinity(0))))
+    except (AttributeError, OSError):
+        return max(1, min(256, os.cpu_count() or 1))
+
+
 class Qwen3:
     """A Qwen3 model loaded from a GGUF file into nx memory."""
 
     def __init__(self, path, backend: str = "c", checked: bool = True, threads: int | None = None,
                  progress: bool | None = None):
         import nxc
-        if threads is not None and threads != 1:
-            # Honest refusal: the nx runtime has no threads yet (issue 28); a silently
-            # ignored count would read as a speed-up that is not there.
-            raise Qwen3Error(f"threads={threads}: the nx kernels run on one thread in this release "
-                             "(threads=None or 1)")
+        self.threads = default_threads() if threads is None else threads
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 256:
+            raise Qwen3Error(f"threads={threads!r}: the thread count must be an integer from 1 to 256")
         self.path = os.fspath(path)
+        # The linear layers split their rows across these threads (nx_f32_gemm.nx); the
+        # outputs are the same bits for any count.
         self.nx = nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), backend=backend,
-                           checked=checked)
+                           checked=checked, threads=self.threads)
         raw = os.fsencode(self.path)
         if not raw or len(raw) > 4096 or b"\0" in raw:
             raise Qwen3Error(f"{self.path!r}: not a usable file name")
@@ -267,7 +275,8 @@ def load(path, backend: str = "c", checked: bool = True, threads: int | None = N
     nx reader; raises Qwen3Error.
 
     checked=False builds the C without memory checks (faster; a fault may then crash the
-    process instead of raising). progress: a line on stderr while the weights are read
+    process instead of raising). threads: how many threads the linear layers use (None: every
+    core this process may run on; the results are the same bits for any count). progress: a line on stderr while the weights are read
     (None: only when stderr is a terminal and the file is over 256 MB)."""
     return Qwen3(path, backend, checked=checked, threads=threads, progress=progress)
 
@@ -356,7 +365,7 @@ def encode_main(argv=None) -> int:
                     help=f"truncate to this many tokens (default {MAX_SEQUENCE_LENGTH}, Z-Image's)")
     ap.add_argument("--unchecked", action="store_true", help="C without memory checks (faster)")
     ap.add_argument("--backend", choices=("c", "py"), default="c", help="c (default) or py (checked reference)")
-    ap.add_argument("--threads", type=int, default=None, help="kernel threads (this release runs one)")
+    ap.add_argument("--threads", type=int, default=None, help="threads for the linear layers (default: all cores; same results for any count)")
     ap.add_argument("--show-template", action="store_true", help="print the templated text and its tokens")
     ap.add_argument("--no-progress", action="store_true", help="no progress line while the weights load")
     args = ap.parse_args(argv)

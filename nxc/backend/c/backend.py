@@ -125,6 +125,8 @@ class CLoaded(base.Loaded):
             if isinstance(self.built, objects.Linked):
                 bind_linked(lib, self.emitted.binding)
             self._opened = (lib, ffi)
+            if self.threads != 1:
+                lib.nxc_set_threads(self.threads)
         return self._opened
 
     @property
@@ -144,7 +146,7 @@ class CLoaded(base.Loaded):
         binding = getattr(self.emitted, "binding", None) if isinstance(self.built, objects.Linked) else None
         return gate_child.GateJob(self.built.path, None if binding is None else tuple(binding.bases),
                                   None if binding is None else binding.root, self.checked,
-                                  self.emitted.capture_slots, FAULT_INFO_WORDS)
+                                  self.emitted.capture_slots, FAULT_INFO_WORDS, self.threads)
 
     # ---- faults and the stack ----
     def _fault(self):
@@ -185,8 +187,14 @@ class CLoaded(base.Loaded):
         """The .nx stack a stopped child mirrored into `page` (the gate host's)."""
         return faults.stack_from(faults.read_mirror(page), self.emitted.sites) if self.checked else ()
 
+    def set_threads(self, n: int) -> None:
+        super().set_threads(n)
+        if self._opened is not None:
+            self.lib.nxc_set_threads(self.threads)
+
     def run_gate(self):
         lib = self.lib
+        lib.nxc_set_threads(self.threads)
         if self._page is not None:          # forked from the runner, which made the page
             lib.nxc_stack_mirror(self.ffi.from_buffer(self._page), len(self._page))
         out = self.ffi.new("int64_t *")

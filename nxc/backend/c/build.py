@@ -220,9 +220,9 @@ def host_cpu() -> str:
 
 @lru_cache(maxsize=1)
 def _runtime_header_text() -> str:
-    """The runtime's text: the header and nx_runtime.c, which a single-file build includes."""
+    """The runtime's text: the headers and the C files a single-file build includes."""
     parts = []
-    for name in ("nx_runtime.h", "nx_runtime.c"):
+    for name in ("nx_runtime.h", "nx_runtime.c", "nx_threads.h", "nx_threads.c"):
         with open(os.path.join(runtime_dir(), name), encoding="utf-8") as f:
             parts.append(f.read())
     return "\0".join(parts)

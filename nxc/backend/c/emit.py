@@ -38,6 +38,7 @@ from nxc.backend.escape import c_string_body, comment_text
 from nxc.backend.skeleton import template
 from nxc.lower.may_unmap import calls_in, has_loop
 from nxc.lower.effects import body_checked, body_facts, memory_free, recorded, silent, unmapping
+from nxc.check.externs import task_externs
 from nxc.lower.hoist import LoopPlan, plan_loops
 from nxc.check.types import (I64, VOID, BoolType, IntType, PointerType, StructType, Type,
                     VoidType)
@@ -49,7 +50,7 @@ _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64
 
 # Externs that take or give memory: checked builds call the runtime's
 # nxrt_chk_* twin, which checks the range against the live mappings.
-CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read")
+CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_parallel_for")
 
 def c_type(t: Type) -> str:
     if isinstance(t, IntType):
@@ -185,7 +186,9 @@ class FunctionEmitter(FunctionEmitterBase):
         # silent function (nxc/lower/effects.py: no fault, no loop possible in
         # it) stores no site either.
         self.silent = silent
-        self.loud = own_function_names(program) - silent
+        # sys_parallel_for counts as a loud call: it runs a task (which may fault) and
+        # stores its site in this frame's slot (runtime/nx_threads.c), as a call does.
+        self.loud = (own_function_names(program) - silent) | task_externs()
         self.framed = checked and (has_loop(fn.decl.body) or bool(body_facts(fn, self.info).calls & self.loud))
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = unbox_f32
@@ -851,7 +854,8 @@ GATE_CDEF = ("int nxc_run_main(int64_t *result);", "int nxc_gate_site(void);",
              "int64_t nxc_stack_bytes(void);",
              "int nxc_buf_register(void *p, int64_t nbytes, int arg);", "void nxc_buf_clear(void);",
              "int nxc_probe(void *p, int64_t size, int64_t align);",
-             "const char *nxc_file_log(void);", "int64_t nxc_file_log_bytes(void);")
+             "const char *nxc_file_log(void);", "int64_t nxc_file_log_bytes(void);",
+             "int nxc_set_threads(int n);", "int nxc_threads(void);")
 FAULT_INFO_WORDS = 10
 # ... and those a separately compiled gate's loader binds its modules with
 # (runtime/nx_runtime.c: only in a linked library, never a single file's).
@@ -938,6 +942,8 @@ def emit_c(program: Program, unbox_f32: bool = True, checked: bool = False) -> E
     # The externs the program declares are callable through the Python API too
     # (`nxc.load("nx_f32.nx").nx_f32_add`): a wrapper calls the runtime's.
     for sym in program.externs:
+        if sym.name in task_externs():
+            continue                # its task is a function's name: no use from Python
         ftype = sym.type
         params = [f"{c_abi_type(t)} a{i}" for i, t in enumerate(ftype.params)]
         call_args = [f"({c_type(t)})a{i}" for i, t in enumerate(ftype.params)]

@@ -37,6 +37,7 @@ SIGNATURES = {
     "nxc_module_bind": (_I, (ctypes.c_char_p, _I32, _I)),
     "nxc_file_log": (ctypes.c_void_p, ()),
     "nxc_file_log_bytes": (_I64, ()),
+    "nxc_set_threads": (_I, (_I,)),
 }
 
 
@@ -48,6 +49,7 @@ class GateJob(NamedTuple):
     checked: bool
     capture_slots: int          # how many captured operands to read back
     fault_words: int            # emit.FAULT_INFO_WORDS
+    threads: int = 1            # sys_parallel_for's threads (nxc run --threads)
 
 
 class _Lib:
@@ -72,8 +74,9 @@ def run(job: GateJob, page) -> tuple:
     the modules the link planned, ("no-gate",), ("trap", fault info, trap
     site, stack frames) or ("returned", value, gate site, captured mask,
     captured slots, file log (file_log))."""
-    path, bases, root, checked, capture_slots, fault_words = job
+    path, bases, root, checked, capture_slots, fault_words, threads = job
     lib = _Lib(path)
+    lib.nxc_set_threads(threads)
     if bases is not None:
         failed = [m for m, base in bases if lib.nxc_module_bind(m.encode("utf-8"), base, int(m == root)) != 0]
         count, bound = lib.nxc_module_count(), lib.nxc_modules_bound()

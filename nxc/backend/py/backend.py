@@ -91,6 +91,10 @@ class PyLoaded(base.Loaded):
     def memory(self):
         return self.namespace["_rt"]
 
+    def set_threads(self, n: int) -> None:
+        super().set_threads(n)
+        self.memory.threads = self.threads
+
     def _located(self, exc: BaseException):
         """The runtime's NxRuntimeError (with `where`) for `exc` raised by generated code."""
         e = self.emitted
@@ -133,6 +137,7 @@ class PyLoaded(base.Loaded):
         sys.setrecursionlimit(max(sys.getrecursionlimit(), RECURSION_LIMIT))
         ns = self.namespace
         rt = ns["_rt"]
+        rt.threads = self.threads
         try:
             value = ns[self.emitted.entry]()
         except Exception as exc:   # noqa: BLE001 - every fault becomes a located outcome

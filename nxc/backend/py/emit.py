@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 # The externs whose memory faults are located at the call (runtime/nx_memory.py),
 # as checked C's nxrt_chk_* wrappers are.
-SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read")
+SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_parallel_for")
 
 
 from nxc import __version__
