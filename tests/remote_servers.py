@@ -78,13 +78,63 @@ http {{
 
 
 class Server:
-    def __init__(self, url: str, proc: subprocess.Popen, folder: str, data: str | None = None):
-        self.url, self.proc, self.folder, self.data = url, proc, folder, data
+    """A running server; `entries(space)`: what it holds ({name: bytes}), read
+    behind nxc's back (nginx: its folder; redis: KEYS and GET)."""
+
+    def __init__(self, url: str, proc: subprocess.Popen, folder: str, data: str | None = None,
+                 port: int | None = None):
+        self.url, self.proc, self.folder, self.data, self.port = url, proc, folder, data, port
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
+
+    def entries(self, space: str) -> dict[str, bytes]:
+        if self.data is not None:
+            folder = os.path.join(self.data, space)
+            if not os.path.isdir(folder):
+                return {}
+            out = {}
+            for name in os.listdir(folder):
+                with open(os.path.join(folder, name), "rb") as f:
+                    out[name] = f.read()
+            return out
+        prefix = f"nxc:{space}/".encode()
+        return {k[len(prefix):].decode(): resp(self.port, b"GET", k) for k in resp(self.port, b"KEYS", prefix + b"*")}
+
+    def put(self, space: str, name: str, data: bytes) -> None:
+        if self.data is not None:
+            os.makedirs(os.path.join(self.data, space), exist_ok=True)
+            with open(os.path.join(self.data, space, name), "wb") as f:
+                f.write(data)
+        else:
+            assert resp(self.port, b"SET", f"nxc:{space}/{name}".encode(), data) == b"OK"
+
+    def count(self) -> int:
+        return len(self.entries("ac")) + len(self.entries("cas"))
+
+
+def resp(port: int, *args: bytes):
+    """One redis command over a fresh connection; its reply (bulk strings, arrays, +OK)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args))
+        f = s.makefile("rb")
+
+        def reply():
+            line = f.readline()[:-2]
+            kind, rest = line[:1], line[1:]
+            if kind == b"+":
+                return rest
+            if kind == b"$":
+                n = int(rest)
+                return None if n < 0 else f.read(n + 2)[:-2]
+            if kind == b"*":
+                return [reply() for _ in range(int(rest))]
+            if kind == b":":
+                return int(rest)
+            raise AssertionError(line)
+        return reply()
 
 
 def start_nginx(folder: str) -> Server:
@@ -101,7 +151,7 @@ def start_nginx(folder: str) -> Server:
         proc = subprocess.Popen([nginx, "-p", prefix, "-c", conf, "-e", os.path.join(prefix, "error.log")],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     wait_listening(port, proc, log)
-    return Server(f"http://127.0.0.1:{port}/cache", proc, prefix, os.path.join(data, "cache"))
+    return Server(f"http://127.0.0.1:{port}/cache", proc, prefix, os.path.join(data, "cache"), port)
 
 
 def start_redis(folder: str) -> Server:
@@ -115,4 +165,4 @@ def start_redis(folder: str) -> Server:
                                  "--appendonly", "no", "--dir", prefix],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     wait_listening(port, proc, log)
-    return Server(f"redis://127.0.0.1:{port}/0", proc, prefix)
+    return Server(f"redis://127.0.0.1:{port}/0", proc, prefix, None, port)

@@ -131,7 +131,8 @@ class Shared:
             except OSError:
                 pass
 
-    def _name(self, rel: str) -> str:
+    def name(self, rel: str) -> str:
+        """The name on the store of the local entry `rel`."""
         return hashlib.sha256(f"{self.ns}\0{rel}".encode()).hexdigest()
 
     # ---- reading ----
@@ -141,7 +142,7 @@ class Shared:
         kind = kind_of(rel)
         if kind is None or not self.usable():
             return False
-        name = self._name(rel)
+        name = self.name(rel)
         try:
             data = self.store.get("ac", name)
             if data is None:
@@ -234,7 +235,7 @@ class Shared:
         self._put(rel, json.dumps({"kind": "file", "sha256": sha, "size": len(blob)}).encode() + b"\n")
 
     def _put(self, rel: str, body: bytes) -> None:
-        name = self._name(rel)
+        name = self.name(rel)
         try:
             self.store.put("ac", name, trust.sign(self.key, name, body))
         except RemoteError as exc:
