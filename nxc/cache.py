@@ -260,8 +260,8 @@ def publish(built: str, path: str) -> None:
 
 # ---- a shared cache behind this one (nxc/remote/, docs/runner.md) ----
 # The seam is three calls: a local miss asks the remote (`fetched`, which
-# read_sealed_json and `present` use), a sealed entry written or a built
-# file published is handed to it (store_json, store_file). The remote
+# read_sealed_json and `present` use), a sealed entry written (write_sealed)
+# or a built file published is handed to it (store_sealed, store_file). The remote
 # decides which entries are shared and checks what it fetches; what it puts
 # here is then read and verified as any local entry. It knows nothing of
 # this module's callers, and this module nothing of it but those calls.
@@ -516,12 +516,17 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
 
 def write_sealed_json(path: str, name: str, data, **dumps) -> bool:
     """Keep `data` as JSON sealed under `name` at `path`, atomically (write_atomically)."""
-    payload = json.dumps(data, **dumps).encode("utf-8", "surrogateescape")
+    return write_sealed(path, name, json.dumps(data, **dumps).encode("utf-8", "surrogateescape"))
+
+
+def write_sealed(path: str, name: str, payload: bytes) -> bool:
+    """Keep `payload` sealed under `name` at `path` (write_atomically), and
+    give it to the remote cache, if any."""
     wrote = write_atomically(path, seal(name, payload))
     if _remote is not None:
         rel = _shared_rel(path)
         if rel is not None:
-            _remote.store_json(rel, name, payload)
+            _remote.store_sealed(rel, name, payload)
     return wrote
 
 

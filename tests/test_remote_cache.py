@@ -181,7 +181,7 @@ def _unit_result_rel(tree, name: str, monkeypatch, tmp_path) -> str:
             asked.append(rel)
             return False
 
-        def store_json(self, rel, name, payload):
+        def store_sealed(self, rel, name, payload):
             pass
 
         def store_file(self, rel, path):
@@ -201,7 +201,7 @@ def _unit_result_rel(tree, name: str, monkeypatch, tmp_path) -> str:
 
 
 def _json_entry(rel: str, payload: dict) -> bytes:
-    return json.dumps({"kind": "json", "name": rel}).encode() + b"\n" + json.dumps(payload).encode()
+    return json.dumps({"kind": "sealed", "name": rel}).encode() + b"\n" + json.dumps(payload).encode()
 
 
 PASS_CLAIM = {"inputs": {"cwd": None, "files": []}, "kind": "gate", "warnings": [], "cwd": None}
@@ -223,7 +223,7 @@ def test_a_planted_pass_is_no_pass(seeded, warm, tree, tmp_path, monkeypatch, pl
     elif planted == "unsigned":
         data = _json_entry(fail_rel, PASS_CLAIM)
     else:                               # garbage JSON
-        data = b'{"kind": "json", "name": "' + fail_rel.encode() + b'", "inputs": {'
+        data = b'{"kind": "sealed", "name": "' + fail_rel.encode() + b'", "inputs": {'
     server.put("ac", fail_name, data)
     status, second, err = nxc_test(tree, local_copy(warm, tmp_path / "b"), server.url)
     assert status == 1
@@ -395,9 +395,9 @@ def test_signatures():
 
 
 def test_what_is_shared():
-    assert kind_of("results/u-0123") == "json"
+    assert kind_of("results/u-0123") == "sealed"
     assert kind_of("c/obj/0123abc.o") == kind_of("c/_nx_0123.so") == "file"
-    assert kind_of("c/obj/0123abc.sites") == kind_of("c/records/g-0123.json") == "json"
+    assert kind_of("c/obj/0123abc.sites") == kind_of("c/records/g-0123.json") == "sealed"
     for local in ("index/modules.json", "secret-key", "parse/x.pickle", "state/lastfailed-1.json",
-                  "c/obj/pch-1/nx_runtime.h.gch", "c/toolchain/x.json", "results/.tmp-1", "c/obj/x.o.sum"):
+                  "c/obj/pch-1/nx_runtime.h.gch", "c/toolchain/x.json", "parse/grammar-0123.pickle", "results/.tmp-1", "c/obj/x.o.sum"):
         assert kind_of(local) is None, local

@@ -1,6 +1,6 @@
 """The local cache's entries on a shared store: which are shared, fetched on
 a local miss, uploaded when written (nxc/cache.py calls `fetch`,
-`store_json` and `store_file` through its seam, `use_remote`).
+`store_sealed` and `store_file` through its seam, `use_remote`).
 
 An entry's name on the store is the SHA-256 of the namespace and its path
 in the cache folder (`c/obj/<object key>.o`, `results/<result key>`): the
@@ -11,7 +11,8 @@ processor and the C library (an object or library built against another is
 not this machine's build).
 
 What a fetch hands back is checked before it enters the local cache:
-- a sealed JSON entry (a result, a record, a verdict, a site table) is an
+- a sealed entry (a result, a record, a verdict, a site table, a parsed
+  module) is an
   action entry signed under the shared key (nxc/remote/trust.py), naming
   the local entry it was written as (its seal name, checked again when it
   is read locally);
@@ -46,23 +47,27 @@ from nxc.remote.store import RemoteError, Store
 FORMAT = "nxc-remote-1"
 
 # The shared parts of the cache folder (names relative to it): everything a
-# second machine needs to skip a build or a gate. Not shared: index/ (stats
-# of this machine's files), parse/ (pickles, loaded as code, and cheap to
-# redo), state/ (this machine's last failures), c/toolchain/ (paths of this
+# second machine needs to skip a build, a gate or a parse (a fresh machine's
+# module index parses every module for its imports: ~15 ms each). Parsed
+# modules are pickles, loaded as code: as trusted as an object, which is
+# machine code, and under the same key. Not shared: index/ (stats of this
+# machine's files), the grammar's table (~100 ms), state/ (this machine's
+# last failures), c/toolchain/ (paths of this
 # machine's compiler), the precompiled header (megabytes, and made in a
 # fraction of a second), the secret key.
 SHARED = (
-    (re.compile(r"results/[^/.][^/]*"), "json"),           # gate results (result_key.py)
-    (re.compile(r"summaries/[^/.][^/]*\.json"), "json"),   # clean check verdicts (check/summary.py)
-    (re.compile(r"c/records/[^/.][^/]*\.json"), "json"),   # module and gate records (backend/c/objects.py)
-    (re.compile(r"c/obj/[^/.][^/]*\.sites"), "json"),      # an object's site table
+    (re.compile(r"results/[^/.][^/]*"), "sealed"),           # gate results (result_key.py)
+    (re.compile(r"summaries/[^/.][^/]*\.json"), "sealed"),   # clean check verdicts (check/summary.py)
+    (re.compile(r"c/records/[^/.][^/]*\.json"), "sealed"),   # module and gate records (backend/c/objects.py)
+    (re.compile(r"c/obj/[^/.][^/]*\.sites"), "sealed"),      # an object's site table
+    (re.compile(r"parse/[0-9a-f]{32}\.pickle"), "sealed"),    # parsed modules (nxc/syntax/loader.py)
     (re.compile(r"c/obj/[^/.][^/]*\.o"), "file"),          # module and runtime objects
     (re.compile(r"c/_nx_[^/]*\.so"), "file"),              # gates' libraries
 )
 
 
 def kind_of(rel: str) -> str | None:
-    """'json' or 'file' for a shared entry (its path in the cache folder), else None."""
+    """'sealed' or 'file' for a shared entry (its path in the cache folder), else None."""
     for pattern, kind in SHARED:
         if pattern.fullmatch(rel):
             return kind
@@ -158,7 +163,7 @@ class Shared:
                 raise Rejected(f"the entry for {rel} is garbled") from None
             if not isinstance(header, dict) or header.get("kind") != kind:
                 raise Rejected(f"the entry for {rel} is not a {kind} entry")
-            if kind == "json":
+            if kind == "sealed":
                 if not isinstance(header.get("name"), str):
                     raise Rejected(f"the entry for {rel} names no entry")
                 got = write_atomically(path, seal(header["name"], payload))
@@ -210,11 +215,11 @@ class Shared:
     def _writable(self, rel: str, kind: str) -> bool:
         return not self.readonly and kind_of(rel) == kind and self.usable()
 
-    def store_json(self, rel: str, name: str, payload: bytes) -> None:
-        """The sealed JSON entry `rel` (seal name `name`) was written locally."""
-        if not self._writable(rel, "json"):
+    def store_sealed(self, rel: str, name: str, payload: bytes) -> None:
+        """The sealed entry `rel` (seal name `name`) was written locally."""
+        if not self._writable(rel, "sealed"):
             return
-        body = json.dumps({"kind": "json", "name": name}).encode() + b"\n" + payload
+        body = json.dumps({"kind": "sealed", "name": name}).encode() + b"\n" + payload
         self._put(rel, body)
 
     def store_file(self, rel: str, path: str) -> None:
