@@ -8,6 +8,7 @@ A random tree (bench/gen_tree.py) and a real server started here
 (tests/remote_servers.py: nginx with WebDAV, or redis-server), then
 `nxc test TREE -q -j 2 --remote-cache URL`:
 
+0. (--baseline) cold without the remote: what uploading costs run 1;
 1. cold: empty local cache, empty server (everything built, and uploaded);
 2. second machine: an empty local cache, the server warm (every result
    comes from it: PASS (cached));
@@ -68,6 +69,8 @@ def main(argv=None) -> int:
     ap.add_argument("--server", default="nginx", choices=["nginx", "redis"])
     ap.add_argument("--timeout", type=float, default=2.0, help="--remote-cache-timeout of the silent-server run")
     ap.add_argument("--out", default="/tmp/nxc-remote-bench")
+    ap.add_argument("--baseline", action="store_true",
+                    help="first a cold run without the remote (what uploading costs a cold run)")
     args = ap.parse_args(argv)
 
     shutil.rmtree(args.out, ignore_errors=True)
@@ -84,6 +87,9 @@ def main(argv=None) -> int:
     rows: list[dict] = []
     print(f"{args.modules}-module {args.graph} tree, {args.server} at {server.url}, -j {args.jobs}", flush=True)
     local = lambda name: os.path.join(args.out, name)       # noqa: E731
+    baseline = None
+    if args.baseline:
+        baseline = run("0. cold, no remote (empty local)", tree, local("c0"), [], rows, args.jobs)
     try:
         cold = run("1. cold (empty local, empty remote)", tree, local("c1"), remote, rows, args.jobs)
         entries = server.count()
@@ -114,6 +120,9 @@ def main(argv=None) -> int:
         silent.close()
 
     print()
+    if baseline is not None:
+        print(f"cold with the remote / without, CPU: {cold['cpu']:.2f} / {baseline['cpu']:.2f} s = "
+              f"{cold['cpu'] / baseline['cpu']:.1%}")
     print(f"second machine / cold, CPU: {second['cpu']:.2f} / {cold['cpu']:.2f} s = {second['cpu'] / cold['cpu']:.1%}")
     print(f"second machine --rerun / cold, CPU: {rerun['cpu']:.2f} / {cold['cpu']:.2f} s = "
           f"{rerun['cpu'] / cold['cpu']:.1%}")

@@ -157,6 +157,13 @@ def test_a_second_machine_builds_nothing(seeded, tree, tmp_path):
     assert all(r["recompiled"] == [] and r["relinked"] is False for r in third.values()), third
 
 
+def test_nxc_run_takes_its_build_from_the_remote(seeded, tree, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "nxc", "run", "pass.nx", "-v", "--remote-cache", seeded.url,
+                        "--remote-cache-key-file", str(tree.parent / "key")],
+                       cwd=tree, env=_env(tmp_path / "a"), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and "cached build" in p.stderr and WARNING not in p.stderr, p.stderr
+
+
 def test_the_pytest_plugin_shares_its_builds(nginx, tree, tmp_path, warm):
     env = _env(tmp_path / "a")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tree / "pass.nx"),
@@ -357,7 +364,8 @@ def test_a_full_or_garbled_server_gives_one_warning(warm, tree, tmp_path, mode, 
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        status, results, err = nxc_test(tree, local_copy(warm, tmp_path / "a"), f"http://127.0.0.1:{httpd.server_port}/c")
+        status, results, err = nxc_test(tree, local_copy(warm, tmp_path / "a"),
+                                        f"http://127.0.0.1:{httpd.server_port}/c")
     finally:
         httpd.shutdown()
     assert_right(results)
@@ -399,5 +407,6 @@ def test_what_is_shared():
     assert kind_of("c/obj/0123abc.o") == kind_of("c/_nx_0123.so") == "file"
     assert kind_of("c/obj/0123abc.sites") == kind_of("c/records/g-0123.json") == "sealed"
     for local in ("index/modules.json", "secret-key", "parse/x.pickle", "state/lastfailed-1.json",
-                  "c/obj/pch-1/nx_runtime.h.gch", "c/toolchain/x.json", "parse/grammar-0123.pickle", "results/.tmp-1", "c/obj/x.o.sum"):
+                  "c/obj/pch-1/nx_runtime.h.gch", "c/toolchain/x.json", "parse/grammar-0123.pickle",
+                  "results/.tmp-1", "c/obj/x.o.sum"):
         assert kind_of(local) is None, local
