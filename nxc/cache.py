@@ -252,6 +252,46 @@ def publish(built: str, path: str) -> None:
     while its writer still hands it out."""
     stamp(path, built)
     os.replace(built, path)
+    if _remote is not None:
+        rel = _shared_rel(path)
+        if rel is not None:
+            _remote.store_file(rel, path)
+
+
+# ---- a shared cache behind this one (nxc/remote/, docs/runner.md) ----
+# The seam is three calls: a local miss asks the remote (`fetched`, which
+# read_sealed_json and `present` use), a sealed entry written (write_sealed)
+# or a built file published is handed to it (store_sealed, store_file). The remote
+# decides which entries are shared and checks what it fetches; what it puts
+# here is then read and verified as any local entry. It knows nothing of
+# this module's callers, and this module nothing of it but those calls.
+_remote = None
+
+
+def use_remote(remote) -> None:
+    """Put `remote` (nxc.remote.shared.Shared; None: no remote) behind this cache."""
+    global _remote
+    _remote = remote
+
+
+def _shared_rel(path: str) -> str | None:
+    """`path` relative to the cache folder ('/'-separated), None outside it."""
+    rel = os.path.relpath(path, cache_dir())
+    return None if rel.startswith("..") or os.path.isabs(rel) else rel.replace(os.sep, "/")
+
+
+def fetched(path: str) -> bool:
+    """Whether the missing entry `path` was taken from the remote cache (and is now here)."""
+    if _remote is None:
+        return False
+    rel = _shared_rel(path)
+    return rel is not None and _remote.fetch(rel, path)
+
+
+def present(path: str) -> bool:
+    """Whether the entry `path` is here, after asking the remote cache on a miss
+    (its seal or stamp is still the caller's to check)."""
+    return os.path.exists(path) or fetched(path)
 
 
 # ---- what this process verified ----
@@ -445,6 +485,8 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
     missing, damaged or not sealed by this user's nxc. `touch`: mark it
     recently used (pruned last)."""
     ident = file_identity(path)
+    if ident is None and fetched(path):
+        ident = file_identity(path)
     if ident is None:
         _sealed.pop(path, None)
         return None
@@ -474,7 +516,18 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
 
 def write_sealed_json(path: str, name: str, data, **dumps) -> bool:
     """Keep `data` as JSON sealed under `name` at `path`, atomically (write_atomically)."""
-    return write_atomically(path, seal(name, json.dumps(data, **dumps).encode("utf-8", "surrogateescape")))
+    return write_sealed(path, name, json.dumps(data, **dumps).encode("utf-8", "surrogateescape"))
+
+
+def write_sealed(path: str, name: str, payload: bytes) -> bool:
+    """Keep `payload` sealed under `name` at `path` (write_atomically), and
+    give it to the remote cache, if any."""
+    wrote = write_atomically(path, seal(name, payload))
+    if _remote is not None:
+        rel = _shared_rel(path)
+        if rel is not None:
+            _remote.store_sealed(rel, name, payload)
+    return wrote
 
 
 def write_atomically(path: str, data: bytes) -> bool:

@@ -65,6 +65,22 @@ def _add_unchecked(p):
                    help="C without memory checks and .nx stack (faster; a crash is then located by a checked re-run)")
 
 
+def _add_remote(p):
+    """The shared cache behind the local one (nxc/remote/, docs/runner.md#a-cache-shared-between-machines)."""
+    p.add_argument("--remote-cache", metavar="URL", default=None,
+                   help="also take builds and results from, and give them to, the cache at URL: http:// or "
+                        "https:// (the Bazel remote-cache layout: bazel-remote, a WebDAV server) or redis:// "
+                        "(default $NXC_REMOTE_CACHE)")
+    p.add_argument("--remote-cache-key-file", metavar="FILE", default=None,
+                   help="the shared key that signs what the remote cache holds (default $NXC_REMOTE_CACHE_KEY_FILE, "
+                        "else the key in $NXC_REMOTE_CACHE_KEY); without one the remote cache is not used")
+    p.add_argument("--remote-cache-readonly", action="store_true",
+                   help="read the remote cache, never write to it (CI of untrusted changes; $NXC_REMOTE_CACHE_READONLY=1)")
+    p.add_argument("--remote-cache-timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="bound of each request to the remote cache, to connect and to answer (default 5; "
+                        "$NXC_REMOTE_CACHE_TIMEOUT); after one fault it is not used for the rest of the run")
+
+
 def seconds(text: str) -> float:
     """An argparse type: a positive, finite number of seconds (nan and inf
     would reach select() and time arithmetic as tracebacks)."""
@@ -130,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_warn(r)
     _add_build(r)
     _add_soft_f32(r)
+    _add_remote(r)
 
     for name, what in (("emit-c", "C"), ("emit-py", "Python")):
         e = sub.add_parser(name, help=f"print the {what} generated for a module",
@@ -190,6 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_include(t)
     _add_build(t)
     _add_soft_f32(t)
+    _add_remote(t)
 
     ca = sub.add_parser("cache", help="show or clear the cache (builds, parsed modules, test results)",
                         description="Inspect (info) or empty (clear) the cache folder (NXC_CACHE_DIR): "
@@ -459,6 +477,13 @@ def _dispatch(parser, args) -> int:
         # the target travels inside the build configuration string (see build_config)
         from nxc.backend.c.build import build_config
         args.opt = build_config(args.opt, args.march)
+    if args.command in ("test", "run") and (args.remote_cache or os.environ.get("NXC_REMOTE_CACHE")):
+        from nxc.remote.setup import SetupError, configure_from_args
+        try:
+            configure_from_args(args)
+        except SetupError as exc:
+            print(f"nxc: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     if args.command == "test":
         from nxc.gates.command import main as test_main
         return test_main(args)

@@ -16,6 +16,7 @@ workers like any other test.
 """
 from __future__ import annotations
 
+import os
 import re
 import warnings
 
@@ -45,6 +46,15 @@ def pytest_addoption(parser):
                     help="float32 primitives in .nx code (nx_src/nx_f32_soft.nx) instead of the runtime's")
     group.addoption("--nx-partition", default=None, metavar="slice:K/N|hash:K/N",
                     help="run only share K of N of the .nx modules (CI sharding, as nxc test --partition)")
+    # The remote cache (nxc/remote/, docs/runner.md): the options of nxc test, with --nx- in front.
+    group.addoption("--nx-remote-cache", default=None, metavar="URL",
+                    help="share builds through the cache at URL (http://, https://, redis://; $NXC_REMOTE_CACHE)")
+    group.addoption("--nx-remote-cache-key-file", default=None, metavar="FILE",
+                    help="the shared key of the remote cache ($NXC_REMOTE_CACHE_KEY_FILE, $NXC_REMOTE_CACHE_KEY)")
+    group.addoption("--nx-remote-cache-readonly", action="store_true", default=False,
+                    help="read the remote cache, never write to it")
+    group.addoption("--nx-remote-cache-timeout", type=float, default=None, metavar="SECONDS",
+                    help="bound of each request to the remote cache (default 5)")
     parser.addini("nx_collect", "collect .nx files: auto (default: unless pytest took its paths from "
                   "testpaths), always, or never", default="auto")
     parser.addini("nx_backend", "default for --nx-backend", default="c")
@@ -69,6 +79,13 @@ def _options(config) -> execute.Options:
 
 def pytest_configure(config):
     config.stash[OPTIONS_KEY] = options = _options(config)
+    if config.getoption("nx_remote_cache") or os.environ.get("NXC_REMOTE_CACHE"):
+        from nxc.remote.setup import SetupError, configure
+        try:
+            configure(config.getoption("nx_remote_cache"), config.getoption("nx_remote_cache_key_file"),
+                      bool(config.getoption("nx_remote_cache_readonly")), config.getoption("nx_remote_cache_timeout"))
+        except SetupError as exc:
+            raise pytest.UsageError(str(exc)) from None
     if "py" in options.backends and not execute.py_backend_available():
         raise pytest.UsageError("--nx-backend py needs the Python backend (nxc.backend.py.backend), "
                                 "which this installation does not have")

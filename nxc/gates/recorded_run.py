@@ -62,7 +62,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     from nxc.backend.c.backend import link_artefact
     from nxc.backend.c.gate_child import GateJob
     from nxc.backend.c.recorded import plan_from_records
-    from nxc.cache import stamped
+    from nxc.cache import present, stamped
     from nxc.gates import inputs, result_key, results_cache
     from nxc.gates.run import run_job_in_host
 
@@ -93,7 +93,7 @@ def _run(unit: Unit, options: Options) -> list[Result] | None:
     else:
         t0 = time.perf_counter()
         target, _ = objects.library_path(link.key)
-        relinked = not (os.path.exists(target) and stamped(target))
+        relinked = not (present(target) and stamped(target))
         if relinked:
             objects.link_library(target, link.objects, options.opt)
         r.build_seconds, r.build_cached, r.relinked = time.perf_counter() - t0, not relinked, relinked

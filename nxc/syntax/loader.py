@@ -19,7 +19,7 @@ from nxc import __version__
 from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
-from nxc.cache import cache_dir, prune_due, prune_least_recent, scaled_bound, seal, unseal, write_atomically
+from nxc.cache import cache_dir, fetched, prune_due, prune_least_recent, scaled_bound, unseal, write_sealed
 from nxc.paths import bundled_dir, digest_of_files, grammar_file
 
 
@@ -181,18 +181,15 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     module = _PARSED.get(key)
     if module is None:
         disk = os.path.join(cache_dir(), "parse", key + ".pickle")
-        try:
-            with open(disk, "rb") as f:
-                blob = f.read()
-            os.utime(disk)                      # recently used: pruned last
-        except OSError:
-            blob = None
+        blob = _read_disk(disk)
+        if blob is None and fetched(disk):      # a remote cache had it (nxc/remote/): now here
+            blob = _read_disk(disk)
         module = _unpickle_module(unseal(key, blob))    # None unless this user's nxc wrote it for this key
         if module is not None and (module.source.path != src.path or module.source.text != src.text):
             module = None                       # sealed, yet for another file: never use it
         if module is None:                      # not cached, or a damaged file
             module = parse_source(src, diags)  # raises on syntax errors: nothing cached
-            _store_on_disk(disk, seal(key, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL)))
+            _store_on_disk(disk, key, pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
     _PARSED[key] = module
     _PARSED.move_to_end(key)
     while len(_PARSED) > _PARSED_MAX and len(_PARSED) > scaled_bound(_PARSED_MAX):
@@ -214,9 +211,19 @@ DISK_MAX_FILES = 4096
 _store_count = 0
 
 
-def _store_on_disk(path: str, blob: bytes) -> None:
+def _read_disk(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+        os.utime(path)                          # recently used: pruned last
+    except OSError:
+        return None
+    return blob
+
+
+def _store_on_disk(path: str, key: str, pickled: bytes) -> None:
     global _store_count
-    write_atomically(path, blob)
+    write_sealed(path, key, pickled)
     _store_count += 1
     if prune_due(_store_count):
         prune_parse_cache(os.path.dirname(path))

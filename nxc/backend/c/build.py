@@ -41,8 +41,8 @@ import cffi
 
 from nxc import __version__
 from nxc.backend.c.emit import GATE_CDEF, EmittedC
-from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, publish, scaled_bound,
-                       stamped, write_atomically)
+from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, present, publish,
+                       scaled_bound, stamped, write_atomically)
 from nxc.diagnostics import ToolError
 from nxc.paths import runtime_dir
 
@@ -255,7 +255,7 @@ def build(emitted: EmittedC, opt: str = "2", use_cache: bool = True, abi: bool =
     suffix = ".so" if abi else importlib.machinery.EXTENSION_SUFFIXES[0]
     abi_cdef = "\n".join(GATE_CDEF) if abi else None
     target = os.path.join(cache_dir(), "c", name + suffix)
-    if use_cache and os.path.exists(target):
+    if use_cache and present(target):             # here, or fetched from a remote cache (nxc/remote/)
         if stamped(target):
             try:
                 os.utime(target)                # recently used: pruned last

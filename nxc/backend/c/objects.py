@@ -59,7 +59,7 @@ from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.index import source_digest
 from nxc.cache import (cache_dir, parts_digest, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       mark_used, read_sealed_json, stamped, write_atomically, write_sealed_json)
+                       mark_used, present, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.plan import plan_program
 from nxc.paths import runtime_dir
@@ -552,9 +552,9 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: boo
 
 
 def _usable(target: str, key: str) -> bool:
-    if not os.path.exists(target):
+    if not present(target):                 # present: here, or fetched from a remote cache (nxc/remote/)
         return False
-    if stamped(target) and os.path.exists(_sites_path(key)):
+    if stamped(target) and present(_sites_path(key)):
         mark_used(target)                   # recently used: pruned last (keeps its verified stamp)
         return True
     discard(target)                         # truncated, swapped or planted: never linked
@@ -759,7 +759,7 @@ def ensure_runtime(checked: bool, opt: str, use_cache: bool = True) -> tuple[str
     folder = objects_dir()
     os.makedirs(folder, mode=0o700, exist_ok=True)
     target = os.path.join(folder, key + ".o")
-    if use_cache and os.path.exists(target) and stamped(target):
+    if use_cache and present(target) and stamped(target):
         return target, False
     with _locked(os.path.join(folder, key + ".lock")):
         if use_cache and os.path.exists(target) and stamped(target):
@@ -792,7 +792,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     units, _, _, key = linked.plan(opt)
     target, name = library_path(key)
     cdef = "\n".join(GATE_CDEF + LINK_CDEF)
-    if use_cache and os.path.exists(target):
+    if use_cache and present(target):
         if stamped(target):
             with contextlib.suppress(OSError):
                 os.utime(target)
