@@ -27,7 +27,8 @@ from nxc.backend.c import build as c_build
 from nxc.backend.c import faults
 from nxc.backend.c import gate_child
 from nxc.backend.c import objects
-from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type
+from nxc.backend.c.names import c_abi_type, c_type
+from nxc.backend.c.units import FAULT_INFO_WORDS
 from nxc.backend.c.objects import LinkedC
 from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
