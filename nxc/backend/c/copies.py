@@ -30,6 +30,7 @@ class CopiedC:
     entry: dict             # function_entry's fields; read only
     sites: tuple            # the sites its body adds, in order
     calls: frozenset        # the names its body calls (calls_in)
+    structs: tuple = (frozenset(), frozenset())  # (defined, named) structs of its C (facts.structs_used)
 
     def placed(self, sites: list) -> dict:
         """Its template fields at the end of a unit's `sites` (which it extends)."""
@@ -100,7 +101,7 @@ def copied_c(facts: ProgramFacts, fn: Function, copy_key=None, *, write: bool = 
             return None
         sites: list[Site] = []
         entry = function_entry(facts, fn, sites, site_macro=True, mark_sites=True)
-        found = CopiedC(entry, tuple(sites), body_facts(fn, facts.program.info).calls)
+        found = CopiedC(entry, tuple(sites), body_facts(fn, facts.program.info).calls, facts.structs_of(fn))
         if digest is not None:
             COPIED.put(key, found)
     facts.found[key] = found

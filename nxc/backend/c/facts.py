@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from nxc.syntax import ast
 from nxc.check.program import Function, Program
+from nxc.check.types import PointerType, StructType
 from nxc.lower.effects import body_facts, memory_free, recorded, silent, unmapping
 from nxc.lower.f32_unbox import unboxed_locals
 from nxc.lower.hoist import plan_loops
@@ -59,6 +60,38 @@ def is_straight_line(fn: Function) -> bool:
             and all(isinstance(s, (ast.VarDecl, ast.Assign, ast.ExprStmt)) for s in stmts[:-1]))
 
 
+def struct_of(t) -> StructType | None:
+    """The struct `t` is, or points to (through any number of pointers)."""
+    while isinstance(t, PointerType):
+        t = t.target
+    return t if isinstance(t, StructType) else None
+
+
+def structs_used(fn: Function, info) -> tuple[frozenset, frozenset]:
+    """(defined, named): the names of the structs whose layout the C of `fn`
+    needs, and of those it only names. A layout is needed for a struct value
+    (an expression, parameter, local or result of struct type: `*p`, `p[i]`,
+    `o.inner`) and for the struct a field is read from (`p->f`, and checked
+    C's offsetof); a pointer to a struct that is only passed, stored, cast or
+    compared needs a forward declaration (nx has no pointer arithmetic: it
+    goes through `as i64`). units.py adds what a defined struct embeds."""
+    defined, named = set(), set()
+
+    def note(t) -> None:
+        if isinstance(t, StructType):
+            defined.add(t.name)
+        elif (st := struct_of(t)) is not None:
+            named.add(st.name)
+    for t in [fn.ret, *(p.type for p in fn.params), *(s.type for s in fn.locals)]:
+        note(t)
+    for n in ast.walk(fn.decl.body):
+        if isinstance(n, ast.Expr):
+            note(info.ty(n))
+            if isinstance(n, ast.FieldAccess) and (st := struct_of(info.ty(n.base))) is not None:
+                defined.add(st.name)
+    return frozenset(defined), frozenset(named - defined)
+
+
 def is_gate(program: Program, fn: Function) -> bool:
     """`fn` is a module's gate whose body `program` checked (the root's, or in a
     module's own object an imported module's): its returns set the report."""
@@ -80,6 +113,7 @@ class ProgramFacts:
         self._by_name: dict | None = None
         self._loud: frozenset | None = None
         self._copied: dict[str, bool] = {}
+        self._structs: dict[int, tuple] = {}
         # (copy digest, function name) -> the CopiedC found for this program's
         # units (copies.py): what copies_unknown found kept is there when the
         # unit is emitted, even if the bounded per-process memo has dropped it since.
@@ -128,6 +162,13 @@ class ProgramFacts:
         framed = checked and (has_loop(fn.decl.body) or bool(body_facts(fn, info).calls & self.loud))
         float_locals = frozenset(unboxed_locals(fn.decl.body, info)) if self.unbox_f32 else frozenset()
         return FunctionFacts(is_gate(program, fn), loop_plans, float_locals, framed)
+
+    def structs_of(self, fn: Function) -> tuple[frozenset, frozenset]:
+        """structs_used of `fn` (a function with a checked body), once per function."""
+        found = self._structs.get(id(fn))
+        if found is None:
+            found = self._structs[id(fn)] = structs_used(fn, self.program.info)
+        return found
 
     def is_copied(self, fn: Function) -> bool:
         """Whether importers get a `static inline` copy of `fn` (like a function in a

@@ -30,7 +30,7 @@ from nxc.backend.emitter import CapturesMixin
 from nxc.backend.escape import comment_text
 from nxc.backend.skeleton import template
 from nxc.backend.c.copies import walk_copies
-from nxc.backend.c.facts import ProgramFacts
+from nxc.backend.c.facts import ProgramFacts, struct_of
 from nxc.backend.c.function import function_entry, signature
 from nxc.backend.c.names import CHECKED_EXTERNS, c_abi_type, c_int_literal, c_type, gate_symbol, module_c_id
 from nxc.backend.c.sites import Site
@@ -100,10 +100,10 @@ def _global_entry(sym, value: int, storage: str = "static ") -> dict:
 
 
 def _render(program, *, unit: str, about: str, functions: list, sites: list, checked: bool,
-            structs: list, globals_: list, extern_globals: list = (), imported: list = (),
+            structs: list, declared: list, globals_: list, extern_globals: list = (), imported: list = (),
             module_id: str = "", gate: str | None = None) -> str:
     return template("module.c.j2").render(
-        version=__version__, root=comment_text(os.path.basename(about)), unit=unit, structs=structs,
+        version=__version__, root=comment_text(os.path.basename(about)), unit=unit, structs=structs, declared=declared,
         globals=globals_, extern_globals=extern_globals, imported=imported, functions=functions,
         has_entry=program.entry is not None, module_id=module_id, gate=gate,
         site_count=max(len(sites), 1), checked=checked, fault_words=FAULT_INFO_WORDS,
@@ -156,7 +156,7 @@ def emit_whole(facts: ProgramFacts) -> EmittedC:
         exports.append({"name": sym.name, "params": ", ".join(params) or "void", "call": call,
                         "returns": ftype.ret is not VOID, "ret_abi": c_abi_type(ftype.ret)})
     core = _render(program, unit="whole", about=program.graph.root.source.path, functions=functions, sites=sites,
-                   checked=checked, structs=structs, globals_=globals_)
+                   checked=checked, structs=structs, declared=[st["name"] for st in structs], globals_=globals_)
     exported = [fn for fn in program.functions if fn is not program.entry]
     bare = EmittedC(core, "", sites, exported, captures, CAPTURE_SLOTS, checked, core,
                     {x["name"]: x for x in exports})
@@ -178,8 +178,18 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     imported functions it copies (ProgramFacts.is_copied: like a C header's
     static inline functions, so that a kernel's loop can still inline and
     vectorize them) as their CopiedC, the prototypes of the
-    other imported functions it calls, and the structs and globals of its
-    import closure (dependencies first)."""
+    other imported functions it calls, the structs of its import closure it
+    uses (dependencies first) and those it only names (a forward declaration
+    each), and the paths of its closure.
+
+    A struct is defined in full when a function of the unit (its own, its
+    gate, a copy) holds a value of it or reads a field of it
+    (facts.structs_used), and so is every struct such a struct embeds by
+    value; a struct only named (a pointer a function passes along, an
+    imported function's prototype, a global's type, a pointer field of a
+    defined struct) is declared (C needs no layout for a pointer). What decides the
+    choice is the unit's own bodies and its closure's interfaces (the
+    layouts, the signatures, the copies' C): the object key's parts."""
     program = facts.program
     by_name = facts.by_name
     copies, called, unknown = walk_copies(facts, own, copy_key, write=True)
@@ -190,9 +200,17 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     copied = sorted(copies.values(), key=lambda c: position(c[0].decl.pos))
     imported = [signature(by_name[n], "extern") for n in sorted(called)]
     paths = set(order)
-    structs = _in_dependency_order([st for st in program.structs if st.pos is not None and st.pos.file.path in paths],
-                                   position)
-    return [c for _, c in copied], imported, structs, paths, position
+    visible = {st.name: st for st in program.structs if st.pos is not None and st.pos.file.path in paths}
+    uses = [facts.structs_of(fn) for fn in own] + [c.structs for _, c in copied]
+    used = set().union(*(defined for defined, _ in uses))
+    structs = _in_dependency_order([visible[n] for n in used if n in visible], position)
+    named = [f.type for st in structs for f in st.fields]
+    named += [t for n in called for t in [by_name[n].ret, *(p.type for p in by_name[n].params)]]
+    named += [sym.type for sym, _ in program.globals if sym.pos.file.path in paths]
+    declared = ({st.name for st in structs} | {st.name for st in map(struct_of, named) if st is not None}
+                | set().union(*(names for _, names in uses)))
+    declared = sorted((visible[n] for n in declared if n in visible), key=lambda st: position(st.pos))
+    return [c for _, c in copied], imported, structs, declared, paths, position
 
 
 def _in_dependency_order(structs: list, position) -> list:
@@ -233,7 +251,7 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
     gate = program.gates.get(module.source.path)
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     mains = [gate.fn] if gate is not None else []
-    copied, imported, structs, paths, position = _unit_parts(facts, own + mains, closure, copy_key)
+    copied, imported, structs, declared, paths, position = _unit_parts(facts, own + mains, closure, copy_key)
     sites: list[Site] = []
     functions = ([c.placed(sites) for c in copied]
                  + [function_entry(facts, fn, sites, linkage="module", site_macro=True) for fn in own]
@@ -244,6 +262,7 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
                      if sym.module is not module and sym.pos.file.path in paths), key=lambda g: position(g[0].pos))
     text = _render(program, unit="module", about=module.source.path, functions=functions, sites=sites,
                    checked=checked, structs=[_struct_entry(st) for st in structs],
+                   declared=[st.name for st in declared],
                    globals_=[_global_entry(sym, value, "") for sym, value in mine],
                    extern_globals=[_global_entry(sym, value, "") for sym, value in others],
                    imported=imported, module_id=module_c_id(module), gate=gate_symbol(module) if mains else None)
