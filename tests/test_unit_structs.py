@@ -1,4 +1,4 @@
-"""A module's object C defines only the structs it uses (nxc/backend/c/units.py,
+"""A module's object C defines only the structs (and division helpers) it uses (nxc/backend/c/units.py,
 _unit_parts): those its functions (own, gate, copies) read or pass, with the
 structs they embed by value; a struct only named (a prototype, a pointer
 field) is declared; one nothing names is left out. Before, every object
@@ -11,7 +11,7 @@ import re
 import pytest
 
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import emit_module_c
+from nxc.backend.c.emit import emit_c, emit_module_c
 from nxc.backend.c.objects import LinkedC
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
@@ -133,3 +133,17 @@ def test_the_object_key_follows_a_used_struct_s_layout(write_nx):
     before = root_key()
     write_nx(LIB.replace("struct Far { x: i64 }", "struct Far { x: i64, w: i64 }"), "lib.nx")
     assert root_key() != before
+
+
+def test_only_the_division_helpers_it_calls(write_nx):
+    """The skeleton's division helpers (module.c.j2) in a module's object: those
+    of the types it divides, none if it does not divide; the whole program
+    keeps all of them."""
+    write_nx(LIB + "\n    func lib_div(a: i64, b: u32) -> i64 { return a / 3 + (b % (b | 1)) as i64 }\n", "lib.nx")
+    top = write_nx(TOP, "top.nx")
+    lib_text = _unit_text(top, "lib.nx", True)
+    assert set(re.findall(r"static inline \w+ nx_(div|rem)_(\w+)\(", lib_text)) == {
+        ("div", "i64"), ("rem", "i64"), ("div", "u32"), ("rem", "u32")}
+    assert "nx_div_" not in _unit_text(top, "top.nx", True)
+    program = check_file(top, diags=Diagnostics())
+    assert len(re.findall(r"static inline \w+ nx_div_\w+\(", emit_c(program).text)) == 8

@@ -101,13 +101,13 @@ def _global_entry(sym, value: int, storage: str = "static ") -> dict:
 
 def _render(program, *, unit: str, about: str, functions: list, sites: list, checked: bool,
             structs: list, declared: list, globals_: list, extern_globals: list = (), imported: list = (),
-            module_id: str = "", gate: str | None = None) -> str:
+            module_id: str = "", gate: str | None = None, int_types: list = _INT_TYPES) -> str:
     return template("module.c.j2").render(
         version=__version__, root=comment_text(os.path.basename(about)), unit=unit, structs=structs, declared=declared,
         globals=globals_, extern_globals=extern_globals, imported=imported, functions=functions,
         has_entry=program.entry is not None, module_id=module_id, gate=gate,
         site_count=max(len(sites), 1), checked=checked, fault_words=FAULT_INFO_WORDS,
-        int_types=_INT_TYPES)
+        int_types=int_types)
 
 
 @deep    # deeply nested programs recurse deeply (nxc/deep.py)
@@ -265,8 +265,16 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
                    declared=[st.name for st in declared],
                    globals_=[_global_entry(sym, value, "") for sym, value in mine],
                    extern_globals=[_global_entry(sym, value, "") for sym, value in others],
-                   imported=imported, module_id=module_c_id(module), gate=gate_symbol(module) if mains else None)
+                   imported=imported, module_id=module_c_id(module), gate=gate_symbol(module) if mains else None,
+                   int_types=_division_types(functions))
     return UnitC(text, sites)
+
+
+def _division_types(functions: list) -> list:
+    """The rows of _INT_TYPES whose division helpers (module.c.j2: nx_div_T,
+    nx_rem_T) the unit's functions call: a module's object holds only those."""
+    text = "\n".join(line for f in functions for line in f["body"])
+    return [row for row in _INT_TYPES if f"nx_div_{row[0]}(" in text or f"nx_rem_{row[0]}(" in text]
 
 
 def interface_text(facts: ProgramFacts, module: ast.Module) -> str:
