@@ -293,7 +293,7 @@ class CLoaded(base.Loaded):
 
     def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:
-            raise NxRuntimeError("runtime error: read through a null pointer")
+            raise NxRuntimeError("runtime error: " + faults.fault_table().null_text(what or "read", 0))
         if isinstance(t, BoolType):     # the byte: any nonzero byte is true (docs/language.md)
             if self.checked:
                 self._probe(address, 1, 1, f"{what or 'read'} ({t})")
