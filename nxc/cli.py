@@ -151,13 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
     for name, what in (("emit-c", "C"), ("emit-py", "Python")):
         e = sub.add_parser(name, help=f"print the {what} generated for a module",
                            description=f"Write the {what} source generated for FILE (to stdout, or -o OUT).")
-        e.add_argument("file", metavar="FILE", help="the module (its imports come along)")
-        e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         if name == "emit-c":
+            e.add_argument("files", nargs="+", metavar="FILE",
+                           help="the module (its imports come along); with --object, several modules or folders")
+            e.add_argument("-o", "--output", metavar="OUT",
+                           help="write to OUT instead of stdout (several modules: OUT is a folder, one "
+                                "STEM.c per module)")
             _add_unchecked(e)       # by default the checked C that nxc run builds
             e.add_argument("--object", action="store_true",
                            help="only FILE's own functions and its gate, as the object a gate links (docs/build.md); "
                                 "default: the whole program as one file")
+        else:
+            e.add_argument("file", metavar="FILE", help="the module (its imports come along)")
+            e.add_argument("-o", "--output", metavar="OUT", help="write to OUT instead of stdout")
         _add_include(e)
         _add_warn(e)
         _add_soft_f32(e)
@@ -291,29 +297,74 @@ def cmd_check(args) -> int:
 
 
 def cmd_emit(args) -> int:
+    if args.command == "emit-c":
+        many = len(args.files) > 1 or os.path.isdir(args.files[0])
+        if many and not args.object:
+            raise ToolError("several modules need --object (the whole program is one file per gate)")
+        if many or (args.object and args.output and os.path.isdir(args.output)):
+            return _emit_objects(_modules_of(args.files), args)
+        args.file = args.files[0]
     try:
         program, _ = _front(args.file, args)
     except CompileError as exc:
         return _report_compile_error(exc)
     from nxc.backend.registry import backend_for
     if args.command == "emit-c" and args.object:
-        from nxc.backend.c.closure import import_closure
-        from nxc.backend.c.emit import emit_module_c
-        root = program.graph.root
-        text = emit_module_c(program, root, import_closure(program, root), checked=not args.unchecked).text
+        text = _object_c(program, args)
     elif args.command == "emit-c":
         text = backend_for("c", checked=not args.unchecked).emit(program).text
     else:
         text = backend_for("py").emit(program).text
     if args.output:
-        try:
-            with open(args.output, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as exc:
-            raise ToolError(f"cannot write '{args.output}': {exc.strerror or exc}") from None
+        _write_text(args.output, text)
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _object_c(program, args) -> str:
+    """The C of the root module's own object (`nxc emit-c --object`)."""
+    from nxc.backend.c.closure import import_closure
+    from nxc.backend.c.emit import emit_module_c
+    root = program.graph.root
+    return emit_module_c(program, root, import_closure(program, root), checked=not args.unchecked).text
+
+
+def _write_text(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise ToolError(f"cannot write '{path}': {exc.strerror or exc}") from None
+
+
+def _emit_objects(paths: list[str], args) -> int:
+    """`nxc emit-c --object` of several modules, in this one process (a
+    process per module paid nxc's start-up, ~1 s CPU, for ~30 ms of work):
+    OUT/STEM.c for each, or OUT/STEM_ID.c (names.module_c_id) when two
+    modules share a stem. A module that does not compile is reported and
+    skipped; the status is then 3."""
+    from nxc.backend.c.names import module_c_id_of
+    if not args.output:
+        raise ToolError("several modules need -o FOLDER (one .c file per module)")
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise ToolError(f"'{args.output}' is not a folder (several modules: one .c file each)")
+    try:
+        os.makedirs(args.output, exist_ok=True)
+    except OSError as exc:
+        raise ToolError(f"cannot make '{args.output}': {exc.strerror or exc}") from None
+    given = list({os.path.realpath(p): p for p in reversed(paths)}.items())[::-1]     # each module once
+    stems = [os.path.splitext(os.path.basename(real))[0] for real, _ in given]
+    status = EXIT_OK
+    for (real, path), stem in zip(given, stems):
+        name = stem if stems.count(stem) == 1 else module_c_id_of(real)
+        try:
+            program, _ = _front(path, args)
+        except CompileError as exc:
+            status = _report_compile_error(exc)
+            continue
+        _write_text(os.path.join(args.output, name + ".c"), _object_c(program, args))
+    return status
 
 
 def _run_folder(args) -> int:
@@ -443,7 +494,7 @@ COMMANDS["doc"] = cmd_doc
 
 
 # The positional arguments that name files or folders, per command ('-' is stdin).
-_PATH_ARGS = {"check": "files", "run": "file", "emit-c": "file", "emit-py": "file", "info": "module",
+_PATH_ARGS = {"check": "files", "run": "file", "emit-c": "files", "emit-py": "file", "info": "module",
               "fmt": "paths", "port": "pages", "doc": "paths", "test": "paths"}
 
 

@@ -45,13 +45,33 @@ runtime's impossible ones, return 0.
 from __future__ import annotations
 
 import bisect
+import importlib.util
 import mmap as _mmap
 import os
 import sys
 
+
+def _faults():
+    """nx_faults.py beside this file (the one table of fault words, shared with
+    the C backend), loaded by path as this module is."""
+    key = "nxc_runtime_nx_faults"
+    mod = sys.modules.get(key)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                        "nx_faults.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+_F = _faults()
+# The backend words its own faults (stack overflow, the API's reads) from the table too.
+fault_text, null_text = _F.fault_text, _F.null_text
+
 __all__ = ["NxRuntimeError", "Runtime", "NULL_GUARD"]
 
-NULL_GUARD = 0x10000          # [0, NULL_GUARD) is the null page: never mapped
+NULL_GUARD = _F.NULL_GUARD     # [0, NULL_GUARD) is the null page: never mapped
 _GUARD_GAP = 256              # bytes left unmapped between two mappings
 _M64 = (1 << 64) - 1
 _PAGE = _mmap.PAGESIZE
@@ -290,12 +310,12 @@ class Runtime:
         if m is None:
             old = self._find(p)
             if old is not None and old.base == p and old.unmap_site is not None:
-                raise self.error(site, f"sys_munmap of 0x{p:x}: the {old.size}-byte mapping there was "
-                                       f"already unmapped at {self._site_text(old.unmap_site)}")
+                raise self.error(site, _F.fault_text("munmap_twice", a=p, length=old.size,
+                                                     unmapped_at=self._site_text(old.unmap_site)))
             if old is not None and old.unmap_site is None:
-                raise self.error(site, f"sys_munmap of 0x{p:x}: not the start of a mapping (it is "
-                                       f"{p - old.base} bytes into the {old.size}-byte mapping at 0x{old.base:x})")
-            raise self.error(site, f"sys_munmap of 0x{p:x}: not an address sys_mmap returned")
+                raise self.error(site, _F.fault_text("munmap_inside", a=p, offset=p - old.base, length=old.size,
+                                                     base=old.base))
+            raise self.error(site, _F.fault_text("munmap_unknown", a=p))
         m.unmap_site = site
         first = (m.base + _PAGE - 1) // _PAGE * _PAGE
         last = m.end // _PAGE * _PAGE
@@ -593,19 +613,17 @@ class Runtime:
     def _describe(self, a: int, size: int, what: str) -> str:
         """Why an access of `size` bytes at `a` is invalid, in the words of a C programmer."""
         w = a & _M64
-        if w < NULL_GUARD:
-            return f"{what} through a null pointer (address 0x{w:x})"
-        if w >= (1 << 64) - NULL_GUARD:
-            return f"{what} through a null pointer (address 0x{w:x}, null - {(1 << 64) - w})"
+        if w < NULL_GUARD or w >= (1 << 64) - NULL_GUARD:
+            return _F.null_text(what, w)
         m = self._find(w)
         if m is not None and m.unmap_site is not None:
-            return (f"{what} at 0x{w:x} after sys_munmap: offset {w - m.base} of the {m.size}-byte "
-                    f"mapping at 0x{m.base:x}{self._mapped_at(m)}, unmapped at {self._site_text(m.unmap_site)}")
+            return _F.fault_text("unmapped", what=what, a=w, offset=w - m.base, length=m.size, base=m.base,
+                                 mapped_at=self._mapped_at(m), unmapped_at=self._site_text(m.unmap_site))
         if m is not None:
             if w + size > m.end:
                 return self._oob(w, size, what, m)
             if w % size:
-                return f"misaligned {what} at 0x{w:x}: the address is not a multiple of {size}"
+                return _F.fault_text("misaligned", what=what, a=w, size=size)
             if w != a:
                 return (f"{what}: the address computation overflowed 64 bits (0x{a:x} wraps to "
                         f"0x{w:x}): pointer arithmetic overflow is undefined in C")
@@ -616,19 +634,19 @@ class Runtime:
         nxt = self.maps[i + 1] if i + 1 < len(self.maps) else None
         if nxt is not None and nxt.base - w < 1 << 16 and w + size > nxt.base - (1 << 16) \
                 and (prev is None or nxt.base - w < w - prev.end):
-            return (f"out-of-bounds {what} at 0x{w:x}: {nxt.base - w} byte(s) before the start of the "
-                    f"{nxt.size}-byte mapping at 0x{nxt.base:x}{self._mapped_at(nxt)}")
+            return _F.fault_text("before", what=what, a=w, before=nxt.base - w, length=nxt.size, base=nxt.base,
+                                 mapped_at=self._mapped_at(nxt))
         if prev is not None and w - prev.end < 1 << 16:
             return self._oob(w, size, what, prev)
-        return f"{what} at 0x{w:x}: the address is outside any mapping (wild pointer)"
+        return _F.fault_text("wild", what=what, a=w)
 
     def _oob(self, w: int, size: int, what: str, m: _Mapping) -> str:
-        gone = "" if m.unmap_site is None else f", which was unmapped at {self._site_text(m.unmap_site)}"
-        return (f"out-of-bounds {what} at 0x{w:x}: offset {w - m.base} of the {m.size}-byte mapping "
-                f"at 0x{m.base:x}{self._mapped_at(m)}{gone}")
+        gone = "" if m.unmap_site is None else _F.suffix("gone", where=self._site_text(m.unmap_site))
+        return _F.fault_text("oob", what=what, a=w, offset=w - m.base, length=m.size, base=m.base,
+                             mapped_at=self._mapped_at(m), gone=gone)
 
     def _mapped_at(self, m: _Mapping) -> str:
-        return f" (mapped at {self.where(m.site)})" if m.site is not None and m.site >= 0 else ""
+        return _F.suffix("mapped_at", where=self.where(m.site)) if m.site is not None and m.site >= 0 else ""
 
 
 def parallel_grain(n: int, threads: int) -> int:

@@ -1,4 +1,4 @@
-"""The C of copied helpers kept per worker (issue 21, nxc/backend/c/emit.py:
+"""The C of copied helpers kept per worker (issue 21, nxc/backend/c/copies.py:
 CopiedC, CopiedMemo): a gate's worker emits the small straight-line helpers
 an object copies (`static inline`) from the kept text instead of checking
 their bodies again. What is checked here:
@@ -19,7 +19,7 @@ import os
 import textwrap
 import weakref
 
-from nxc.backend.c import emit
+from nxc.backend.c import copies as emit
 from nxc.backend.c.objects import LinkedC
 from nxc.check.summary import check_gate
 from nxc.diagnostics import Diagnostics

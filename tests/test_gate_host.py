@@ -19,7 +19,7 @@ import pytest
 from nx_gate_fixtures import GREEDY, write_tree
 from runner_processes import processes
 from nxc.backend.c import gate_child
-from nxc.backend.c.emit import GATE_CDEF, LINK_CDEF
+from nxc.backend.c.units import GATE_CDEF, LINK_CDEF
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates import host as gate_host

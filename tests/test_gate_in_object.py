@@ -18,7 +18,8 @@ import pytest
 
 from nxc.backend.c import objects
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import emit_module_c, gate_symbol
+from nxc.backend.c.emit import emit_module_c
+from nxc.backend.c.names import gate_symbol
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.collect import Item, Unit

@@ -11,7 +11,7 @@ from itertools import accumulate, repeat
 from nxc.syntax import ast
 from nxc.check.program import Function, Program
 from nxc.lower.guards import CapturedOperand, captured_values
-from nxc.lower.plan import plan_program
+from nxc.lower.plan import ProgramPlan
 
 
 class FunctionEmitterBase(ast.NodeVisitor):
@@ -21,7 +21,9 @@ class FunctionEmitterBase(ast.NodeVisitor):
     TEMP_PREFIX = "nx_t"
     INDENT = "    "
 
-    def __init__(self, program: Program, fn: Function, gate: bool):
+    def __init__(self, program: Program, fn: Function, gate: bool, plan: ProgramPlan):
+        # `plan`: the program's lowering (nxc/lower/plan.py), run before any
+        # emitter is made; an emitter runs no analysis of its own.
         self.program = program
         self.fn = fn
         self.gate = gate
@@ -29,7 +31,7 @@ class FunctionEmitterBase(ast.NodeVisitor):
         self.info = info
         # The checker's tables, read as plain calls: self.ty(e), self.const(e) ...
         self.ty, self.const, self.sym, self.site_of = info.ty, info.const, info.sym, info.site
-        self.plan = plan_program(program)
+        self.plan = plan
         self.fplan = self.plan.functions[fn]
         self.order = self.plan.order
         # The gate records the operands of each return's guard while the guard

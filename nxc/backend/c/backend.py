@@ -27,7 +27,8 @@ from nxc.backend.c import build as c_build
 from nxc.backend.c import faults
 from nxc.backend.c import gate_child
 from nxc.backend.c import objects
-from nxc.backend.c.emit import FAULT_INFO_WORDS, c_abi_type, c_type
+from nxc.backend.c.names import c_abi_type, c_type
+from nxc.backend.c.units import FAULT_INFO_WORDS
 from nxc.backend.c.objects import LinkedC
 from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
@@ -300,7 +301,7 @@ class CLoaded(base.Loaded):
 
     def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:
-            raise NxRuntimeError("runtime error: read through a null pointer")
+            raise NxRuntimeError("runtime error: " + faults.fault_table().null_text(what or "read", 0))
         if isinstance(t, BoolType):     # the byte: any nonzero byte is true (docs/language.md)
             if self.checked:
                 self._probe(address, 1, 1, f"{what or 'read'} ({t})")

@@ -40,7 +40,7 @@ from functools import lru_cache
 import cffi
 
 from nxc import __version__
-from nxc.backend.c.emit import GATE_CDEF, EmittedC
+from nxc.backend.c.units import GATE_CDEF, EmittedC
 from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, present, publish,
                        scaled_bound, stamped, write_atomically)
 from nxc.diagnostics import ToolError

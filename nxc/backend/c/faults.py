@@ -12,15 +12,36 @@ either backend:
 """
 from __future__ import annotations
 
+import importlib.util
+import os
 import struct
+import sys
 
 from nxc.backend.c.sites import site_at
 from nxc.diagnostics import display_path
+from nxc.paths import runtime_dir
 from nxc.gates.protocol import Site
 
-# Fault kinds (enum in runtime/nx_runtime.h).
-F_NONE, F_NULL, F_OOB, F_BEFORE, F_UNMAPPED, F_MISALIGNED, F_WILD = 0, 1, 2, 3, 4, 5, 6
-F_MUNMAP_TWICE, F_MUNMAP_INSIDE, F_MUNMAP_UNKNOWN, F_STACK = 7, 8, 9, 10
+
+def fault_table():
+    """runtime/nx_faults.py: the fault kinds and their words, one table for
+    both backends (loaded by path, as runtime/nx_memory.py loads it)."""
+    key = "nxc_runtime_nx_faults"
+    mod = sys.modules.get(key)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(key, os.path.join(runtime_dir(), "nx_faults.py"))
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[key] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
+_F = fault_table()
+# Fault kinds (the enum in runtime/nx_runtime.h, from the table).
+F_NONE, F_NULL, F_OOB, F_BEFORE, F_UNMAPPED, F_MISALIGNED, F_WILD = (
+    _F.KINDS[k] for k in ("none", "null", "oob", "before", "unmapped", "misaligned", "wild"))
+F_MUNMAP_TWICE, F_MUNMAP_INSIDE, F_MUNMAP_UNKNOWN, F_STACK = (
+    _F.KINDS[k] for k in ("munmap_twice", "munmap_inside", "munmap_unknown", "stack"))
 _M64 = (1 << 64) - 1
 
 
@@ -48,40 +69,36 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
 
     def mapped_at() -> str:
         if map_site >= 0:
-            return f" (mapped at {site_where(sites, map_site)})"
+            return _F.suffix("mapped_at", where=site_where(sites, map_site))
         if map_site <= -2:
             name = arg_name(-2 - map_site) if arg_name is not None else None
-            return f" (the numpy array passed as '{name}')" if name else " (a numpy array passed in)"
+            return _F.suffix("numpy_named", name=name) if name else _F.suffix("numpy")
         return ""
 
     if kind == F_NULL:
-        if a >= (1 << 64) - 0x10000:
-            return f"{what} through a null pointer (address 0x{a:x}, null - {(1 << 64) - a})"
-        return f"{what} through a null pointer (address 0x{a:x})"
+        return _F.null_text(what, a)
     if kind == F_UNMAPPED:
-        return (f"{what} at 0x{a:x} after sys_munmap: offset {a - base} of the {length}-byte mapping at "
-                f"0x{base:x}{mapped_at()}, unmapped at {site_where(sites, unmap_site)}")
+        return _F.fault_text("unmapped", what=what, a=a, offset=a - base, length=length, base=base,
+                             mapped_at=mapped_at(), unmapped_at=site_where(sites, unmap_site))
     if kind == F_OOB:
-        gone = "" if unmap_site < 0 else f", which was unmapped at {site_where(sites, unmap_site)}"
-        return (f"out-of-bounds {what} at 0x{a:x}: offset {a - base} of the {length}-byte mapping "
-                f"at 0x{base:x}{mapped_at()}{gone}")
+        gone = "" if unmap_site < 0 else _F.suffix("gone", where=site_where(sites, unmap_site))
+        return _F.fault_text("oob", what=what, a=a, offset=a - base, length=length, base=base,
+                             mapped_at=mapped_at(), gone=gone)
     if kind == F_BEFORE:
-        return (f"out-of-bounds {what} at 0x{a:x}: {base - a} byte(s) before the start of the "
-                f"{length}-byte mapping at 0x{base:x}{mapped_at()}")
+        return _F.fault_text("before", what=what, a=a, before=base - a, length=length, base=base,
+                             mapped_at=mapped_at())
     if kind == F_MISALIGNED:
-        return f"misaligned {what} at 0x{a:x}: the address is not a multiple of {size}"
+        return _F.fault_text("misaligned", what=what, a=a, size=size)
     if kind == F_WILD:
-        return f"{what} at 0x{a:x}: the address is outside any mapping (wild pointer)"
+        return _F.fault_text("wild", what=what, a=a)
     if kind == F_MUNMAP_TWICE:
-        return (f"sys_munmap of 0x{a:x}: the {length}-byte mapping there was already unmapped at "
-                f"{site_where(sites, unmap_site)}")
+        return _F.fault_text("munmap_twice", a=a, length=length, unmapped_at=site_where(sites, unmap_site))
     if kind == F_MUNMAP_INSIDE:
-        return (f"sys_munmap of 0x{a:x}: not the start of a mapping (it is {a - base} bytes into the "
-                f"{length}-byte mapping at 0x{base:x})")
+        return _F.fault_text("munmap_inside", a=a, offset=a - base, length=length, base=base)
     if kind == F_MUNMAP_UNKNOWN:
-        return f"sys_munmap of 0x{a:x}: not an address sys_mmap returned"
+        return _F.fault_text("munmap_unknown", a=a)
     if kind == F_STACK:
-        return f"stack overflow: nx function calls nested more than {size} deep"
+        return _F.fault_text("stack", depth=size)
     return s.what if s is not None else "runtime error"
 
 

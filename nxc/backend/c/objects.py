@@ -2,7 +2,7 @@
 object, cached; a gate links its closure's objects.
 
 A gate's shared library is linked from
-- one object per module of its import closure (emit.emit_module_c), cached
+- one object per module of its import closure (units.emit_module), cached
   under `$NXC_CACHE_DIR/c/obj/` by `object_key`, which is computed before
   any C is emitted: the module's own source, a digest of the interfaces of
   its import closure, and the build configuration (nxc's code, compiler,
@@ -51,10 +51,11 @@ from nxc import __version__
 from nxc.backend.c import build as c_build
 from nxc.backend.c import toolchain
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.emit import (GATE_CDEF, LINK_CDEF, Site, UnitC, copies_unknown, effects_of, emit_c,
-                                emit_module_c, interface_text, is_copied_into_importers, module_c_id,
-                                module_c_id_of)
-from nxc.backend.c.sites import SiteTable
+from nxc.backend.c.copies import copies_unknown
+from nxc.backend.c.facts import ProgramFacts
+from nxc.backend.c.names import module_c_id, module_c_id_of
+from nxc.backend.c.sites import Site, SiteTable
+from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, emit_module, emit_whole, interface_text
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.index import source_digest
@@ -178,6 +179,7 @@ class LinkedC(CapturesMixin):
         self.captures = dict(deep(plan_program)(program).captures)     # deeply nested programs: nxc/deep.py
         self.capture_slots = CAPTURE_SLOTS
         self._whole = None
+        self._facts = None
         self._planned = None
         self._sites = None
         self._interfaces: dict[str, str] = {}
@@ -189,12 +191,21 @@ class LinkedC(CapturesMixin):
         self._closures: dict[str, list] = {}        # module path -> its import closure
         self.keys: dict[str, str] = {}              # module path -> its object key (this configuration)
 
+    def facts(self, program=None) -> ProgramFacts:
+        """The emitter's ProgramFacts of `program` (default: this link's): one
+        per program, the last kept (a gate's worker that checks more bodies
+        swaps in a new program, and its answers are computed again)."""
+        program = program if program is not None else self.program
+        if self._facts is None or self._facts.program is not program:
+            self._facts = ProgramFacts(program, checked=self.checked, unbox_f32=self.unbox_f32)
+        return self._facts
+
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
         d = self._interfaces.get(module.source.path)
         if d is None:
             d = self._interfaces[module.source.path] = _digest(
-                module.source.path, interface_text(self.program, module, checked=self.checked, unbox_f32=self.unbox_f32))
+                module.source.path, interface_text(self.facts(), module))
         return d
 
     def closure_interface_digest(self, closure) -> str:
@@ -257,17 +268,17 @@ class LinkedC(CapturesMixin):
             view = bodies.program
             for m, key in ready + missing:
                 digest = self._interfaces[m.source.path] = _digest(
-                    m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
+                    m.source.path, interface_text(self.facts(view), m))
                 if key is not None:
-                    write_record(key, record_of(view, m, digest, self.checked))
+                    write_record(key, record_of(self.facts(view), m, digest))
             pending = later
         self.program = bodies.program
 
     def _check_copies(self, own: list, module=None) -> None:
         """Before emitting `own` (functions of `module`, or its gate): check
         `module`'s bodies and those of every function the C copies in
-        (emit.is_copied_into_importers, transitively) whose C this worker
-        does not keep already (emit.CopiedC, under `_copy_key`), if not yet."""
+        (facts.ProgramFacts.is_copied, transitively) whose C this worker
+        does not keep already (copies.CopiedC, under `_copy_key`), if not yet."""
         bodies = self.bodies
         if bodies is None:
             return
@@ -275,8 +286,7 @@ class LinkedC(CapturesMixin):
             bodies.check([module.source.path])
         while True:
             program = bodies.program
-            need = copies_unknown(program, own, checked=self.checked, unbox_f32=self.unbox_f32,
-                                  copy_key=self._copy_key)
+            need = copies_unknown(self.facts(program), own, self._copy_key)
             # Only those: each is checked once per gate, its facts once per
             # body (nxc/lower/effects.py, body_facts), so a new program costs
             # its fixed points only, not a walk of every body again.
@@ -285,7 +295,7 @@ class LinkedC(CapturesMixin):
         self.program = bodies.program
 
     def _copy_key(self, fn):
-        """What decides the C of copied function `fn` (emit.CopiedMemo): its
+        """What decides the C of copied function `fn` (copies.CopiedMemo): its
         module's object key, in a gate's worker (whose program checks only
         some bodies: a kept copy spares checking the helper's body and the
         program's effects again); None otherwise."""
@@ -379,16 +389,15 @@ class LinkedC(CapturesMixin):
             gate = self.program.gates.get(unit.module.source.path)
             if gate is not None:
                 self._check_copies([gate.fn])
-        return emit_module_c(self.program, unit.module, unit.closure, checked=self.checked,
-                             unbox_f32=self.unbox_f32, copy_key=self._copy_key)
+        return emit_module(self.facts(), unit.module, unit.closure, self._copy_key)
 
     def whole(self):
-        """The whole program as one C file (emit.emit_c): the Python API's build."""
+        """The whole program as one C file (units.emit_whole): the Python API's build."""
         if self._whole is None:
             if self.bodies is not None:         # every body, then
                 self.bodies.check(m.source.path for m in self.program.graph.modules)
                 self.program = self.bodies.program
-            self._whole = emit_c(self.program, unbox_f32=self.unbox_f32, checked=self.checked)
+            self._whole = emit_whole(self.facts())
         return self._whole
 
     @property
@@ -409,18 +418,19 @@ _record_writes = 0
 _RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
 
 
-def record_of(program, module, digest: str, checked: bool) -> dict:
-    """The record of `module` (its bodies checked in `program`)."""
+def record_of(facts: ProgramFacts, module, digest: str) -> dict:
+    """The record of `module` (its bodies checked in `facts.program`)."""
+    program = facts.program
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     if not own:         # its interface only: no effects to compute (nor the program's fixed points)
         return {"interface": digest, **{k: [] for k in _RECORD_LISTS}}
-    fx = effects_of(program, checked)
+    fx = facts.effects
     names = [fn.decl.name for fn in own]
     return {"interface": digest,
             "may_unmap": [n for n in names if n in fx.may_unmap],
             "memory_free": [n for n in names if n in fx.memory_free],
             "silent": [n for n in names if n in fx.silent],
-            "copied": [fn.decl.name for fn in own if is_copied_into_importers(fn, program)]}
+            "copied": [fn.decl.name for fn in own if facts.is_copied(fn)]}
 
 
 def read_record(key: str) -> dict | None:

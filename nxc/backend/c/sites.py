@@ -8,6 +8,24 @@ never reads any).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass
+class Site:
+    """A source position a run-time error or a stack frame can name.
+
+    `what` is the trap's message (division by zero) or, for a checked access,
+    "read of i64" / "write of ptr"; `kind` says what the site is: "div",
+    "access", "call", "loop", "entry" (a function's own line), "mmap",
+    "munmap", "write"; `function` is the nx function the site lies in."""
+    path: str
+    line: int
+    col: int
+    what: str = "runtime error"
+    kind: str = "div"
+    function: str = ""
+
 
 class SiteTable:
     def __init__(self, first: list, loaders: dict, bits: int):

@@ -215,14 +215,15 @@ class PyLoaded(base.Loaded):
         fmt = mem.FORMATS[type_key(t)]
         size = mem.SIZES[fmt]
         if address == 0:
-            raise NxRuntimeError("reading a field through a null pointer")
+            raise NxRuntimeError("runtime error: " + mem.null_text(what or "read", 0))
         rt = self.memory
         try:
             rt.check_range(address, size)
         except Exception as exc:   # noqa: BLE001
             raise NxRuntimeError(str(exc)) from None
         if address % size:
-            raise NxRuntimeError(f"runtime error: misaligned read of {type_key(t)} at 0x{address:x}")
+            raise NxRuntimeError("runtime error: " + mem.fault_text("misaligned", what=f"{what or 'read'} of {type_key(t)}",
+                                                                    a=address, size=size))
         value = rt.views[fmt][address // size]
         return value != 0 if type_key(t) == "bool" else int(value)     # any nonzero byte is true
 

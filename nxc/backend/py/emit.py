@@ -98,7 +98,7 @@ class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
     """Writes one function: statements as lines, expressions as text."""
 
     def __init__(self, module: "ModuleEmitter", fn: Function, gate: bool):
-        super().__init__(module.program, fn, gate)
+        super().__init__(module.program, fn, gate, module.plan)
         self.m = module
         self.lines: list[tuple[int, str, int | None, tuple | None]] = []  # (depth, text, nx line, where)
         self.globals_assigned: set[str] = set()
@@ -389,7 +389,8 @@ class ModuleEmitter:
         self._files: dict[str, int] = {}
         self._site_index: dict[tuple, int] = {}
         self.f32 = f32_primitives()
-        self.captures: dict[int, list[CapturedOperand]] = dict(plan_program(program).captures)
+        self.plan = plan_program(program)       # the lowering, before any function is written
+        self.captures: dict[int, list[CapturedOperand]] = dict(self.plan.captures)
         namer = _Namer(set())
         self.func_names: dict[str, str] = {}
         for sym in program.externs:

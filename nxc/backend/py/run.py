@@ -51,7 +51,7 @@ def runtime_modules():
 @lru_cache(maxsize=1)
 def runtime_digest() -> str:
     """A content hash of the Python runtime's files (part of the result cache's key)."""
-    return digest_of_files(*(os.path.join(runtime_dir(), f"{name}.py") for name in ("nx_f32", "nx_memory")))
+    return digest_of_files(*(os.path.join(runtime_dir(), f"{name}.py") for name in ("nx_f32", "nx_memory", "nx_faults")))
 
 
 def NxRuntimeError():
@@ -136,7 +136,7 @@ def describe_fault(exc: BaseException, filename: str, text: str, rt, line_pos: d
             return rt.describe_access(frame.f_locals[m.group(2)], int(m.group(3)))
     where, located = _statement_where(lineno, lines, line_pos)
     if isinstance(exc, RecursionError):
-        what = f"stack overflow: nx function calls nested more than {sys.getrecursionlimit()} deep"
+        what = runtime_modules()[1].fault_text("stack", depth=sys.getrecursionlimit())
     elif isinstance(exc, MemoryError):
         what = "out of memory"
     else:

@@ -1,0 +1,121 @@
+"""Stages stay in their room: no module imports a stage that comes after its
+own in docs/architecture.md's stage order (the list between the
+`<!-- stage-order -->` marks), imports inside functions included."""
+from __future__ import annotations
+
+import ast
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NXC = os.path.join(ROOT, "nxc")
+
+# Always allowed: the gate protocol's data (Status, Site, Outcome), which a
+# backend's loaded module fills in when it runs a gate (docs/architecture.md).
+EXCEPTIONS = {"gates/protocol.py": "the gate protocol's data, filled in by a backend's loaded module"}
+
+# Imports against the order that are there today, each with why it is still
+# there; the coordinator empties this as they are moved (issue 33). An entry
+# whose import is gone must leave (test_today_lists_only_what_is_still_there).
+TODAY = {
+    ("backend/base.py", "gates/stack.py"): "a fault's .nx stack is rendered by the runner's render_stack",
+    ("backend/c/objects.py", "index.py"): "object keys use the module index's source digest (to nxc/incremental/)",
+    ("check/defined_where.py", "index.py"): "the module index's file signatures and racy-clean rule (RACY_NS)",
+    ("check/summary.py", "index.py"): "clean verdicts are read from the runner's module index (to nxc/incremental/)",
+    ("check/summary.py", "lower/effects.py"): "a partial program carries lower's Recorded effects (to nxc/incremental/)",
+}
+
+
+def stage_order(text: str) -> list[tuple[str, list[str]]]:
+    """[(stage, [path under nxc/, a folder ending in /]), ...] from the doc's list."""
+    m = re.search(r"<!-- stage-order -->\n(.*?)<!-- /stage-order -->", text, re.S)
+    assert m, "docs/architecture.md has no <!-- stage-order --> list"
+    order = []
+    for line in m.group(1).splitlines():
+        item = re.fullmatch(r"- ([\w ]+): (.+)", line.strip())
+        assert item, f"not a stage line: {line!r}"
+        order.append((item.group(1), re.findall(r"`([^`]+)`", item.group(2))))
+    return order
+
+
+def _order():
+    with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
+        return stage_order(f.read())
+
+
+def stage_of(rel: str, order) -> int | None:
+    """The index of the stage holding `rel` (a path under nxc/): the longest match."""
+    best = None
+    for k, (_, paths) in enumerate(order):
+        for p in paths:
+            if rel == p or (p.endswith("/") and rel.startswith(p)):
+                if best is None or len(p) > best[1]:
+                    best = (k, len(p))
+    return None if best is None else best[0]
+
+
+def _target(module: str, root: str) -> str | None:
+    """The file under `root` (nxc/) that `module` ("nxc.a.b") names, if any."""
+    rel = module.split(".")[1:]
+    for cand in ("/".join(rel) + ".py", "/".join(rel + ["__init__.py"])):
+        if rel and os.path.isfile(os.path.join(root, cand)):
+            return cand
+    return None
+
+
+def imports_against(order, root: str = NXC) -> tuple[set, list]:
+    """({(importer, imported)} against the order, [files no stage holds])."""
+    found, homeless = set(), []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            own = stage_of(rel, order)
+            if own is None:
+                homeless.append(rel)
+                continue
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                for module in names:
+                    if not module.startswith("nxc."):
+                        continue
+                    target = _target(module, root)
+                    stage = stage_of(target, order) if target else None
+                    if stage is not None and stage > own and target not in EXCEPTIONS:
+                        found.add((rel, target))
+    return found, homeless
+
+
+def test_every_file_has_a_stage():
+    _, homeless = imports_against(_order())
+    assert not homeless, f"add these to docs/architecture.md's stage order: {homeless}"
+
+
+def test_no_stage_imports_a_later_one():
+    found, _ = imports_against(_order())
+    new = sorted(found - set(TODAY))
+    assert not new, f"imports of a later stage (docs/architecture.md, stage order): {new}"
+
+
+def test_today_lists_only_what_is_still_there():
+    found, _ = imports_against(_order())
+    gone = sorted(set(TODAY) - found)
+    assert not gone, f"no longer imported: remove from TODAY: {gone}"
+
+
+def test_the_check_sees_a_late_import(tmp_path):
+    (tmp_path / "check").mkdir()
+    (tmp_path / "gates").mkdir()
+    (tmp_path / "gates" / "run.py").write_text("")
+    (tmp_path / "check" / "x.py").write_text("def f():\n    from nxc.gates.run import execute\n")
+    order = stage_order("<!-- stage-order -->\n- check: `check/`\n- gates: `gates/`\n<!-- /stage-order -->")
+    assert imports_against(order, str(tmp_path)) == ({("check/x.py", "gates/run.py")}, [])
