@@ -250,18 +250,43 @@ class LinkedC(CapturesMixin):
                     ready.append((m, key))
                 else:
                     missing.append((m, key))
-            if not (ready or missing) and later:
-                raise RuntimeError("import closures out of order")      # cannot happen: a cycle
-            if missing:
-                bodies.check(m.source.path for m, _ in missing)
+            cycle = self._bottom_cycle(later) if not (ready or missing) and later else []
+            if missing or cycle:
+                bodies.check([m.source.path for m, _ in missing]
+                             + [m.source.path for m in cycle if m.source.path in with_functions])
             view = bodies.program
             for m, key in ready + missing:
                 digest = self._interfaces[m.source.path] = _digest(
                     m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
-                if key is not None:
-                    write_record(key, record_of(view, m, digest, self.checked))
+                write_record(key, record_of(view, m, digest, self.checked))
+            if cycle:
+                # Modules that import each other: each one's key needs the
+                # others' interface digests, so none can be looked up in the
+                # records first. Their bodies are checked here, their digests
+                # taken from interface_text, then their keys computed (the
+                # key still covers every interface of the closure) and their
+                # records written for the gates that import the cycle.
+                for m in cycle:
+                    self._interfaces[m.source.path] = _digest(
+                        m.source.path, interface_text(view, m, checked=self.checked, unbox_f32=self.unbox_f32))
+                for m in cycle:
+                    write_record(self._key_of(m, config),
+                                 record_of(view, m, self._interfaces[m.source.path], self.checked))
+                later = [m for m in later if m.source.path not in self._interfaces]
             pending = later
         self.program = bodies.program
+
+    def _bottom_cycle(self, waiting: list) -> list:
+        """Of modules that all wait for an import's interface digest, those of a
+        cycle of imports that waits for nothing outside itself (one exists: the
+        waiting modules' imports form a graph whose bottom component is that)."""
+        reach = {m.source.path: {d.source.path for d in self._closures[m.source.path][:-1]} for m in waiting}
+        for m in waiting:
+            p = m.source.path
+            unknown = {d for d in reach[p] if d not in self._interfaces}
+            if all(p in reach.get(d, ()) for d in unknown):     # each one it waits for waits for it
+                return [w for w in waiting if w.source.path in unknown or w.source.path == p]
+        raise RuntimeError("import closures out of order")      # cannot happen: the closures are transitive
 
     def _check_copies(self, own: list, module=None) -> None:
         """Before emitting `own` (functions of `module`, or its gate): check
