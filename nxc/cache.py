@@ -398,7 +398,7 @@ CACHE_PARTS = {
     "parse": "parsed modules and the grammar's parse table",
     "results": "passing gate results (nxc test: PASS (cached))",
     "state": "last-failed items per project (nxc test --lf / --ff)",
-    "index": "the module index: stat, source digest and imports per module (nxc/index.py)",
+    "index": "the module index: stat, source digest and imports per module (nxc/incremental/index.py)",
     "summaries": "clean check verdicts per module, keyed by its source and its imports' interfaces",
 }
 

@@ -58,3 +58,8 @@ def digest_of_files(*paths: str) -> str:
             h.update(f.read())
         h.update(b"\0")
     return h.hexdigest()
+
+
+# --soft-f32: the bundled module that holds the float32 primitives written in
+# .nx (the checker redirects them there; the planner adds it to a closure).
+SOFT_F32_MODULE = "nx_f32_soft.nx"

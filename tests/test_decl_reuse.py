@@ -173,7 +173,7 @@ def test_a_damaged_verdict_falls_back_to_checking_the_bodies(tmp_path):
 def test_the_digest_memos_give_the_digest_and_stay_bounded(monkeypatch):
     import hashlib
 
-    from nxc import index
+    from nxc.incremental import keys as index
     from nxc.diagnostics import SourceFile
     from nxc.syntax import loader
     monkeypatch.setattr(index, "_DIGESTS_MIN", 4)
@@ -190,7 +190,7 @@ def test_the_digest_memos_give_the_digest_and_stay_bounded(monkeypatch):
 
 
 def test_the_index_is_loaded_again_only_when_a_gate_has_new_notes_or_another_process_wrote_it(tmp_path, monkeypatch):
-    from nxc.index import ModuleIndex, index_file
+    from nxc.incremental.index import ModuleIndex, index_file
     write(tmp_path, FILES)
     top = str(tmp_path / "top.nx")
     index = ModuleIndex()

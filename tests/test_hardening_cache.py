@@ -243,8 +243,9 @@ def test_an_entry_with_a_well_formed_but_wrong_mac_is_refused(tmp_path, own_cach
     that decides."""
     import json
 
-    from nxc.gates import inputs, results_cache
-    from nxc.index import ModuleIndex, index_file
+    from nxc.incremental import inputs
+    from nxc.incremental import results as results_cache
+    from nxc.incremental.index import FORMAT, ModuleIndex, index_file
     cache.forget_verified()
     if entry == "unseal":
         name, payload = "some/entry", b"payload"
@@ -256,11 +257,11 @@ def test_an_entry_with_a_well_formed_but_wrong_mac_is_refused(tmp_path, own_cach
         path = os.path.join(results_cache._folder(), key)
         name = "results/" + key
         payload = json.dumps({"inputs": inputs.NO_FILES, "kind": "gate", "warnings": [], "cwd": None}).encode()
-        read = lambda: results_cache.unit_passed_before(key)              # noqa: E731
+        read = lambda: results_cache.unit_pass(key)[0]                      # noqa: E731
     elif entry == "index":
         path, name = index_file(), "index/modules.json"
         module = str(tmp_path / "m.nx")
-        payload = json.dumps({"format": "nxc-module-index-1", "modules": {
+        payload = json.dumps({"format": FORMAT, "modules": {
             module: {"stat": None, "digest": "0" * 32, "imports": []}}}).encode()
         read = lambda: ModuleIndex.load().entries or None                 # noqa: E731
     else:

@@ -17,13 +17,7 @@ EXCEPTIONS = {"gates/protocol.py": "the gate protocol's data, filled in by a bac
 # Imports against the order that are there today, each with why it is still
 # there; the coordinator empties this as they are moved (issue 33). An entry
 # whose import is gone must leave (test_today_lists_only_what_is_still_there).
-TODAY = {
-    ("backend/base.py", "gates/stack.py"): "a fault's .nx stack is rendered by the runner's render_stack",
-    ("backend/c/objects.py", "index.py"): "object keys use the module index's source digest (to nxc/incremental/)",
-    ("check/defined_where.py", "index.py"): "the module index's file signatures and racy-clean rule (RACY_NS)",
-    ("check/summary.py", "index.py"): "clean verdicts are read from the runner's module index (to nxc/incremental/)",
-    ("check/summary.py", "lower/effects.py"): "a partial program carries lower's Recorded effects (to nxc/incremental/)",
-}
+TODAY: dict = {}     # (importer, imported): reason; empty since nxc/incremental/ landed (issue 33)
 
 
 def stage_order(text: str) -> list[tuple[str, list[str]]]:

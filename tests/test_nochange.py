@@ -1,4 +1,4 @@
-"""The no-change fast path of `nxc test` (nxc/gates/nochange.py, nxc/index.py).
+"""The no-change fast path of `nxc test` (nxc/gates/nochange.py, nxc/incremental/index.py).
 
 A second run over an unchanged tree reports every unit `PASS (cached)` from
 the module index alone: no module read, parsed or checked (the `--json`
@@ -162,7 +162,8 @@ def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
     elif damage == "truncated":
         index.write_bytes(index.read_bytes()[:50])
     elif damage == "unsealed":          # well-formed JSON, not written by this user's nxc: not trusted
-        fake = {"format": "nxc-module-index-1",
+        from nxc.incremental.index import FORMAT
+        fake = {"format": FORMAT,
                 "modules": {str((root / n).resolve()): {"stat": None, "digest": "0" * 32, "imports": []}
                             for n in FILES}}
         index.write_text(json.dumps(fake))
@@ -170,9 +171,10 @@ def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
         import hashlib                  # stat matches and whose digests are wrong: not trusted
         import hmac
 
-        from nxc.index import file_stat
-        fake = {"format": "nxc-module-index-1",
-                "modules": {str((root / n).resolve()): {"stat": file_stat(os.stat(root / n)), "digest": "0" * 32,
+        from nxc.incremental.index import FORMAT
+        from nxc.incremental.keys import file_signature
+        fake = {"format": FORMAT,
+                "modules": {str((root / n).resolve()): {"stat": file_signature(os.stat(root / n)), "digest": "0" * 32,
                                                          "imports": []} for n in FILES}}
         payload = json.dumps(fake).encode()
         index.write_bytes(hmac.new(b"k" * 32, b"index/modules.json\0" + payload, hashlib.sha256).digest() + payload)
@@ -188,7 +190,7 @@ def test_a_damaged_or_foreign_index_is_an_empty_one(tree, damage):
 
 def test_the_index_round_trip_and_its_refusals(tmp_path, monkeypatch):
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
-    from nxc import index as nx_index
+    from nxc.incremental import index as nx_index
     for name, text in FILES.items():
         write(tmp_path / "t" / name, text)
     idx = nx_index.ModuleIndex()
@@ -216,7 +218,7 @@ def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path, monkeypat
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     from types import SimpleNamespace
 
-    from nxc import index as nx_index
+    from nxc.incremental import index as nx_index
     path = tmp_path / "m.nx"
     write(path, "func f() -> i64 {\n    return 1\n}\n")
     old = time.time_ns() - 3600 * 10**9
@@ -231,9 +233,10 @@ def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path, monkeypat
             return frozen if str(p) == real else os.stat(p, *a, **kw)
 
     changed = max(frozen.st_mtime_ns, frozen.st_ctime_ns)
-    clock = SimpleNamespace(time_ns=lambda: changed + nx_index.RACY_NS // 2)    # looked at 1 s after the change
+    from nxc.incremental import keys as nx_keys         # the racy rule (keys.settled) reads its clock
+    clock = SimpleNamespace(time_ns=lambda: changed + nx_keys.RACY_NS // 2)     # looked at 1 s after the change
     monkeypatch.setattr(nx_index, "os", FrozenStat())
-    monkeypatch.setattr(nx_index, "time", clock)
+    monkeypatch.setattr(nx_keys, "time", clock)
     first = nx_index.ModuleIndex()
     digest = first.module(real)["digest"]
     first.save()
@@ -244,7 +247,7 @@ def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path, monkeypat
     assert again.counters["stat_hits"] == 0 and again.counters["digested"] == 1
 
     # Looked at long after its last change, the stat is trusted: a stat hit, no read.
-    clock.time_ns = lambda: changed + 10 * nx_index.RACY_NS
+    clock.time_ns = lambda: changed + 10 * nx_keys.RACY_NS
     again.save()
     third = nx_index.ModuleIndex.load()
     third.module(real)

@@ -44,7 +44,7 @@ def _write(tree, files: dict) -> None:
     for name, text in files.items():
         (tree / name).write_text(text, encoding="utf-8")
         # the module index does not trust a stat taken within 2 s of a change
-        # (nxc/index.py, RACY_NS): date the files back so the next run trusts them
+        # (nxc/incremental/keys.py, RACY_NS): date the files back so the next run trusts them
         old = os.stat(tree / name).st_mtime - 10
         os.utime(tree / name, (old, old))
 
@@ -140,7 +140,8 @@ def test_closure_orders_from_the_index_are_import_closures_orders():
     import random
     from types import SimpleNamespace
 
-    from nxc.backend.c.closure import closure_orders, import_closure
+    from nxc.backend.c.closure import import_closure
+    from nxc.incremental.index import closure_orders
     rng = random.Random(21)
     for _ in range(200):
         n = rng.randint(1, 30)

@@ -1,4 +1,4 @@
-"""issue 33: a result cache that is never wrong (nxc/gates/result_key.py, inputs.py).
+"""issue 33: a result cache that is never wrong (nxc/incremental/keys.py, inputs.py).
 
 Every key of a cached pass (the no-change path's unit key, the full and the
 recorded paths' artefact key) is built from one list of parts. For each
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from nxc.cli import build_parser
-from nxc.gates import inputs, result_key
+from nxc.incremental import inputs
+from nxc.incremental import keys as result_key
 from nxc.gates.command import options_from_args
 from nxc.gates.execute import Options
 
@@ -84,8 +85,7 @@ def test_the_environment_parts(part, monkeypatch):
     if part == "nxc_version":
         monkeypatch.setattr(result_key, "__version__", "0.0.0-other")
     elif part == "nxc_code":
-        import nxc.index
-        monkeypatch.setattr(nxc.index, "toolchain_digest", lambda: "f" * 32)
+        monkeypatch.setattr(result_key, "code_digest", lambda scope="package": "f" * 32)
     elif part == "python":
         monkeypatch.setattr(sys, "version", sys.version + " (another build)")
     elif part == "build":
@@ -268,7 +268,7 @@ def test_the_input_record(tmp_path, monkeypatch):
     monkeypatch.setattr(inputs, "DIGEST_MAX", 10)
     now = time.time_ns()
     assert inputs.record((("small.bin", True),), now) is None          # changed just before the gate started
-    later = now + inputs.RACY_NS + 10**9                               # a gate that started 3 s after
+    later = now + result_key.RACY_NS + 10**9                               # a gate that started 3 s after
     rec = inputs.record((("small.bin", True), (str(big), True), ("gone.txt", False)), later)
     assert rec["cwd"] == str(tmp_path) and inputs.still_holds(rec)
     assert [sorted(e) for _, e in rec["files"]] == [["sha256", "size"], ["stat"], ["missing"]]

@@ -165,7 +165,7 @@ def test_warm_run_does_not_compile_and_no_cache_does(tree, tmp_path):
     env = {"NXC_CACHE_DIR": str(tmp_path / "cache")}
     args = ("--json", "-k", "pass or lib or fail", str(tree))
     cold = json_results(nxc_test(*args, cwd=tmp_path, env=env))
-    # --rerun: past the result cache (nxc/gates/results_cache.py), down to the build cache.
+    # --rerun: past the result cache (nxc/incremental/results.py), down to the build cache.
     warm = json_results(nxc_test("--rerun", *args, cwd=tmp_path, env=env))
     assert len(cold) == 3
     assert all(r["build_cached"] is False for r in cold.values())

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from nxc.check.summary import check_incremental, check_module, interface_digest, interface_of, ModuleChecker
+from nxc.check.summary import check_incremental, check_module, interface_of, ModuleChecker
+from nxc.incremental.keys import interface_digest
 from nxc.check.frontend import load_graph
 from nxc.diagnostics import CompileError, Diagnostics
 

@@ -272,3 +272,34 @@ def test_an_object_missing_beside_its_record_is_emitted_from_bodies_checked_then
     assert top["passed"], top
     assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["recompiled"]}
     assert {"leaf.nx", "mid.nx"} <= {os.path.basename(p) for p in top["checked_bodies"]}
+
+
+CYCLE_FILES = {
+    "a.nx": 'import "b.nx"\n\nfunc fa(x: i64) -> i64 {\n    if x > 100 { return 0 }\n    return x + 1\n}\n\n'
+            'func main() -> i64 {\n    if fb(1) != 3 { return 1 }\n    return 0\n}\n',
+    "b.nx": 'import "a.nx"\n\nfunc fb(x: i64) -> i64 {\n    return fa(x) + 1\n}\n\n'
+            'func main() -> i64 {\n    if fa(1) != 2 { return 1 }\n    return 0\n}\n',
+    "c.nx": 'import "a.nx"\n\nfunc main() -> i64 {\n    if fb(5) != 7 { return 1 }\n    return 0\n}\n',
+}
+
+
+def test_modules_that_import_each_other_are_planned_built_and_rebuilt(tmp_path):
+    """a.nx and b.nx import each other (legal: imports are de-duplicated like
+    guarded headers), c.nx imports the cycle. Each one's object key needs the
+    other's interface digest, so neither can be found in the records first:
+    the worker checks the cycle's bodies and keys it from them (once this
+    was an internal error, "import closures out of order"). A body edit in
+    the cycle is then seen by every gate that links it."""
+    tree, cache = tmp_path / "t", str(tmp_path / "cache")
+    tree.mkdir()
+    for name, text in CYCLE_FILES.items():
+        (tree / name).write_text(text, encoding="utf-8")
+    first = _results(str(tree), cache)
+    assert {n: r["status"] for n, r in first.items()} == {"a": "PASS", "b": "PASS", "c": "PASS"}, first
+    again = _results(str(tree), cache)
+    assert all(r["passed"] and r["cached"] for r in again.values()), again
+    (tree / "a.nx").write_text(CYCLE_FILES["a.nx"].replace("return x + 1", "return x + 2"), "utf-8")
+    edited = _results(str(tree), cache)
+    assert {n: r["status"] for n, r in edited.items()} == {"a": "FAIL", "b": "FAIL", "c": "FAIL"}, edited
+    assert {os.path.basename(p) for r in edited.values() for p in r["recompiled"]} == {"a.nx"}
+    assert "fa(1) = 3" in edited["b"]["report"]

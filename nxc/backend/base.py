@@ -39,7 +39,7 @@ class NxRuntimeError(RuntimeError):
     (protocol.Site: file, line, column, function), innermost first."""
 
     def __init__(self, message: str, stack=()):
-        from nxc.gates.stack import render_stack
+        from nxc.diagnostics import render_stack
         self.message = message
         self.stack = tuple(stack)
         text = render_stack(self.stack)
@@ -125,9 +125,36 @@ class Backend(abc.ABC):
     def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
         """A digest naming what `build` makes of `emitted`: equal keys, equal behaviour.
 
-        The gate runner's result cache (nxc/gates/results_cache.py) keys passing
+        The gate runner's result cache (nxc/incremental/results.py) keys passing
         results on it, so it must cover everything that can change how the
         built code runs (generated text, runtime, flags, nxc's version)."""
+
+    def build_identity(self, opt: str) -> str:
+        """What of the build, besides nxc's code and the sources, can change how
+        a gate behaves (the result keys' "build" part, nxc/incremental/keys.py).
+        Raises what the backend raises when it cannot build at all (no compiler)."""
+        return self.name
+
+    # The recorded path (nxc/incremental/plan.py): a backend that keeps records
+    # of what it built can plan a gate's link from them, without the front end.
+    plans_from_records = False
+
+    def plan_from_records(self, root: str, digests: dict, imports: dict, orders: dict, *, checked: bool,
+                          opt: str) -> tuple:
+        """(a plan of the gate of module `root`, "") from the cache's records
+        alone, or (None, why not): digests {real path: source digest},
+        imports {real path: [real paths]}, orders: each module's import closure."""
+        return None, f"the {self.name} backend keeps no records"
+
+    def recorded_artefact_key(self, link) -> str:
+        """artefact_key of what a plan from records builds (the result cache's key)."""
+        raise NotImplementedError(f"the {self.name} backend plans no link from records")
+
+    def link_recorded(self, link, *, checked: bool, opt: str):
+        """The gate of a plan from records, built, ready to run in a child:
+        .job (for the gate host), .run_child(page), .stack_of(page),
+        .passed(raw), .build_seconds, .relinked."""
+        raise NotImplementedError(f"the {self.name} backend plans no link from records")
 
     def warm_up(self) -> None:
         """Pay one-time costs now (the gate runner calls this before forking workers)."""

@@ -10,11 +10,11 @@ The search path is the one an import of the module would take
 (nxc/syntax/loader.py): the importing module's folder, each -I folder, each
 NXPATH folder, the bundled nx_src/; the modules are the `.nx` files directly
 in those folders (an import by file name). What each module defines is kept
-in the module index (nxc/index.py) as its entry's "defines", so it goes with
+in the module index (nxc/incremental/index.py) as its entry's "defines", so it goes with
 the digest of the text it was read from: an edited file's entry is replaced
 (found by its stat), and the names are read again from its AST; a warm
 look is a stat per module. In a process the answer is also kept per stat
-signature, except for a file changed within nxc.index.RACY_NS of the look
+signature, except for a file changed within nxc.incremental.keys.RACY_NS of the look
 (a second edit in the same timestamp tick could keep the signature).
 """
 from __future__ import annotations
@@ -115,7 +115,7 @@ class _LazyIndex:
 
     def get(self):
         if self.index is None:
-            from nxc.index import ModuleIndex
+            from nxc.incremental.index import ModuleIndex
             self.index = ModuleIndex.load()
         return self.index
 
@@ -130,13 +130,13 @@ class _LazyIndex:
 def _module_names(path: str, index: _LazyIndex) -> dict[str, list]:
     """{name: [kind, line, col, detail]} of one module file ({} if it cannot
     be read or parsed)."""
-    from nxc.index import RACY_NS, file_stat, source_digest
+    from nxc.incremental.keys import file_signature, settled, source_digest
     real = os.path.realpath(path)
     try:
         st = os.stat(real)
     except OSError:
         return {}
-    sig = file_stat(st)
+    sig = file_signature(st)
     kept = _KEPT.get(real)
     if kept is not None and kept[0] == sig:
         return kept[1]
@@ -154,7 +154,7 @@ def _module_names(path: str, index: _LazyIndex) -> dict[str, list]:
         except CompileError:
             return {}
         index.get().note(real, source_digest(src.text), defines=names)     # only if the entry has that text
-    if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS:
+    if settled(st):
         if len(_KEPT) >= _KEPT_MAX:
             _KEPT.clear()
         _KEPT[real] = (sig, names)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from nxc.syntax import ast
 from nxc.diagnostics import Pos
+from nxc.paths import SOFT_F32_MODULE
 from nxc.syntax.loader import ModuleGraph
 from nxc.check.types import PointerType, StructType, Type
 
-# --soft-f32 (check_program(..., soft_f32=True)): the bundled module that holds
-# the float32 primitives written in .nx, and the name of each one's twin there.
-SOFT_F32_MODULE = "nx_f32_soft.nx"
+# --soft-f32 (check_program(..., soft_f32=True)): SOFT_F32_MODULE (nxc/paths.py)
+# holds the float32 primitives written in .nx; the name of each one's twin there:
 
 
 def soft_f32_name(primitive: str) -> str:

@@ -35,28 +35,21 @@ objects.py, LinkedC), which checks more bodies only where it must emit them.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from dataclasses import dataclass, field, fields
 
-from nxc.cache import cache_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound, write_sealed_json
+from nxc.cache import file_identity
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.check.reuse import DeclReuse
 from nxc.deep import deep
-from nxc.lower.effects import Recorded
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import CompileError, Diagnostics
-from nxc.index import source_digest, toolchain_digest
+from nxc.incremental.keys import interface_digest, source_digest, verdict_key
+from nxc.incremental.records import Recorded, load_verdict, store_verdict
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, import_refusal, resolve_import
 
-FORMAT = "nxc-summary-1"
-# Verdicts kept (a few hundred bytes each); past it the least recently used
-# go. The bound grows with the tree of the run (cache.scaled_bound).
-MAX_VERDICTS = 8192
-_stored = 0
 
 
 # ------------------------------------------------------------------ interfaces
@@ -96,11 +89,6 @@ def interface_of(checker: Checker, module: ast.Module) -> dict:
         elif sym.kind in ("func", "extern"):
             out["funcs" if sym.kind == "func" else "externs"][name] = describe(sym.type, seen)
     return out
-
-
-def interface_digest(interface: dict) -> str:
-    text = json.dumps([FORMAT, interface], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 # ------------------------------------------------------------------ checking
@@ -180,42 +168,6 @@ def _reach(start: str, direct: dict[str, list[str]]) -> set[str]:
             seen.add(p)
             stack.extend(direct.get(p, ()))
     return seen
-
-
-def verdict_key(path: str, text_digest: str, closure: set[str], digests: dict[str, str], soft_f32: bool) -> str:
-    h = hashlib.sha256()
-    for part in (FORMAT, toolchain_digest(), "soft" if soft_f32 else "hard", path, text_digest,
-                 *(f"{p}={digests[p]}" for p in sorted(closure))):
-        h.update(part.encode("utf-8", "surrogateescape"))
-        h.update(b"\0")
-    return h.hexdigest()[:32]
-
-
-def _verdict_file(key: str) -> str:
-    return os.path.join(cache_dir(), "summaries", key + ".json")
-
-
-def load_verdict(key: str) -> dict | None:
-    """{"warnings": [...], "interface": digest} of a clean verdict; None if there
-    is none, or it is damaged or not sealed by this user's nxc."""
-    data = read_sealed_json(_verdict_file(key), "summaries/" + key, touch=True)
-    if not (isinstance(data, dict) and isinstance(data.get("warnings"), list)
-            and all(isinstance(w, str) for w in data["warnings"])):
-        return None
-    if data["warnings"] and data.get("cwd") != os.getcwd():
-        return None             # rendered relative to another folder: check it again
-    return data
-
-
-def store_verdict(key: str, warnings: list[str], interface: str) -> None:
-    global _stored
-    # Rendered warnings name files relative to the current folder: kept with it.
-    write_sealed_json(_verdict_file(key), "summaries/" + key,
-                      {"warnings": warnings, "interface": interface, "cwd": os.getcwd() if warnings else None})
-    _stored += 1
-    if prune_due(_stored):
-        prune_least_recent(os.path.dirname(_verdict_file(key)), scaled_bound(MAX_VERDICTS),
-                           lambda name: name.endswith(".json") and not name.startswith("."))
 
 
 @dataclass
@@ -445,8 +397,8 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
 
 
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
-    """The module index keeps each module's interface digest and verdict key (nxc/index.py)."""
-    from nxc.index import ModuleIndex, index_file
+    """The module index keeps each module's interface digest and verdict key (nxc/incremental/index.py)."""
+    from nxc.incremental.index import ModuleIndex, index_file
     # A worker's gates note mostly what its earlier gates noted: while the
     # index file is the very one this process last wrote or read (same
     # identity: device, inode, size, mtime; no other process replaced it),
@@ -456,25 +408,17 @@ def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[st
     # the identity, and the index is loaded again.
     try:
         index, path = _noted["index"], index_file()
-        if index is None or _noted["path"] != path or _noted["identity"] != _file_identity(path):
+        if index is None or _noted["path"] != path or _noted["identity"] != file_identity(path):
             index = ModuleIndex.load()
         for p in texts:
             index.note(p, texts[p], interface=digests[p], verdict=keys[p])
         index.save()
-        _noted.update(index=index, path=path, identity=_file_identity(path))
-    except Exception:  # noqa: BLE001 - the index is a cache: not noting costs speed only
+        _noted.update(index=index, path=path, identity=file_identity(path))
+    except OSError:             # a read-only or full cache: not noting costs speed only
         _noted["index"] = None
 
 
 _noted: dict = {"index": None, "path": None, "identity": None}      # the index as this process last read or wrote it
-
-
-def _file_identity(path: str):
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 @deep

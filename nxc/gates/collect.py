@@ -44,6 +44,8 @@ class Unit:
     # (nxc/gates/nochange.py): {real path: {"digest", "interface", "imports":
     # [real paths]}}; lets a worker take the recorded path (recorded_run.py).
     indexed: dict | None = None
+    # Why the runner's planner did not find it cached (nxc/incremental/plan.py).
+    plan_reason: str = ""
 
 
 

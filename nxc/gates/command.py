@@ -7,7 +7,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from nxc.gates import execute, nochange, partition, pool, recorded_run, results_cache
+from nxc.gates import execute, nochange, partition, pool, recorded_run
+from nxc.incremental import results as results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_TESTS, EXIT_OK, EXIT_USAGE
@@ -167,16 +168,18 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
         if workers == 1:
             for unit in units:          # in collection order, cached or not (-x stops at the first failure)
                 if not on_results(fast[unit.path] if unit.path in fast
-                                  else recorded_run.run_unit_recorded_first(unit, options)):
+                                  else recorded_run.run_unit_planned(unit, options)):
                     break
         elif not on_results([r for u in units for r in fast.get(u.path, [])]):
             pass
         else:
-            # Biggest modules first (their front ends are the long poles); with
-            # --ff the last failures before them.
+            # Biggest closures first (a cold gate compiles the objects of its
+            # closure: the long poles), by the planner's view of each closure
+            # when it has one, then the biggest modules; with --ff the last
+            # failures before them.
             ordered = sorted(to_run, key=lambda u: (
                 not any(results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
-                -_size(u.path)))
+                -len(u.indexed or ()), -_size(u.path)))
             workers_pool = pool.Pool(workers, options)
             finished = False
             try:

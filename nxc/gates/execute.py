@@ -31,9 +31,15 @@ class Options:
     soft_f32: bool = False              # --soft-f32: float32 primitives from nx_f32_soft.nx
     checked: bool = True                # C builds check memory and keep the .nx stack (--unchecked: off)
     read_results: bool = False          # take a recorded pass for a result (nxc test; not --rerun/--no-cache)
-    record_results: bool = False        # record passes in the result cache (nxc/gates/results_cache.py)
+    record_results: bool = False        # record passes in the result cache (nxc/incremental/results.py)
     warnings_as_errors: bool = False    # -W error: a module with warnings does not pass
     memory_limit: int | None = None     # --memory-limit: bytes of resident memory per gate (None: none)
+
+    def build_identity(self, backend: str) -> str:
+        """The result keys' "build" part on `backend` (nxc/incremental/keys.py),
+        from the Backend interface. Raises when it cannot build at all (no compiler)."""
+        from nxc.backend.registry import backend_for
+        return backend_for(backend, checked=self.checked).build_identity(self.opt)
 
 
 @dataclass
@@ -58,7 +64,7 @@ class Result:
     run_seconds: float = 0.0
     build_cached: bool | None = None
     column: int | None = None       # 1-based column at `location` (when the site has one)
-    cached: bool = False            # a recorded pass of the same artefact: not run (results_cache.py)
+    cached: bool = False            # a recorded pass of the same artefact: not run (nxc/incremental/results.py)
     warnings: list = field(default_factory=list)    # rendered warnings of the module (on its first item)
     output: str = ""                # the gate's stdout and stderr (captured, never mixed into ours; JUnit <system-out>)
     covers: int = 1                 # items this result stands for: a compile error counts once per module
@@ -72,9 +78,14 @@ class Result:
     # those without a clean verdict or record); in --json only with
     # NXC_DEBUG_STATS=1 (tests/test_tree_incremental.py reads it).
     checked_bodies: list = field(default_factory=list)
-    # A pass's record of the files its gate opened (nxc/gates/inputs.py), kept
+    # A pass's record of the files its gate opened (nxc/incremental/inputs.py), kept
     # with it in the result cache; None: not cacheable (or not a pass).
     inputs: dict | None = None
+    # Which path the planner took for it (nxc/incremental/plan.py: "cached",
+    # "recorded" or "full"; "" outside nxc test's planner: the pytest plugin)
+    # and why (nxc test -v, --json).
+    plan: str = ""
+    plan_reason: str = ""
 
     @property
     def passed(self) -> bool:
@@ -155,7 +166,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
                                      (bodies.checked_order if bodies is not None else modules)]
     note_disagreement(results)
     if options.record_results:
-        from nxc.index import source_digest
+        from nxc.incremental.keys import source_digest
         closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
         record_unit_passes(closure, kind, warnings, results, options)
     return results
@@ -186,17 +197,18 @@ def check_unit(unit: Unit, options: Options) -> tuple:
 
 def record_unit_passes(closure: dict[str, str], kind: str, warnings: list[str], results: list[Result],
                        options: Options) -> None:
-    """Record each pass under its unit key too (result_key.unit_key): the
-    digests of the sources this very check read ({real path: nxc.index.
+    """Record each pass under its unit key too (keys.unit_key): the
+    digests of the sources this very check read ({real path: keys.
     source_digest}), so the runner's no-change fast path (nxc/gates/
     nochange.py) finds it from the module index alone."""
-    from nxc.gates import result_key, results_cache
+    from nxc.incremental import keys
+    from nxc.incremental import results as results_cache
     for r in results:
         if r.passed and r.inputs is not None:
             try:
-                results_cache.record_unit_pass(result_key.unit_key(closure, r.backend, options), kind, warnings,
+                results_cache.record_unit_pass(keys.unit_key(closure, r.backend, options), kind, warnings,
                                                r.inputs)
-            except Exception:  # noqa: BLE001 - not recording costs the next run speed only
+            except OSError:         # a read-only or full cache: not recording costs the next run speed only
                 pass
 
 
@@ -213,13 +225,14 @@ def prepared_or_cached(program, backend_name: str, kind: str, options: Options, 
     """Emit the code, then either find a recorded pass of it (returns (None, None),
     `r` marked cached) or hand back (emitted, result key) to build and run."""
     from nxc.backend.registry import backend_for
-    from nxc.gates import result_key, results_cache
+    from nxc.incremental import keys
+    from nxc.incremental import results as results_cache
     if not (options.read_results or options.record_results):
         return None, ""
     backend = backend_for(backend_name, checked=options.checked)
     t0 = time.perf_counter()
     emitted = backend.emit(program)
-    key = result_key.artefact_result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
+    key = keys.artefact_result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
                                          kind, options, backend_name)
     r.build_seconds = time.perf_counter() - t0
     found = results_cache.passed_before(key) if options.read_results else None
@@ -231,7 +244,7 @@ def prepared_or_cached(program, backend_name: str, kind: str, options: Options, 
 
 
 def record(key: str | None, options: Options, r: Result) -> None:
-    from nxc.gates import results_cache
+    from nxc.incremental import results as results_cache
     if key and options.record_results and r.passed:
         results_cache.record_pass(key, r.inputs)
 
@@ -258,7 +271,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
     with the record of the files the gate opened (the gate started at
     time.time_ns() `started_ns`), if they can be keyed."""
     from nxc.diagnostics import display_path
-    from nxc.gates import inputs
+    from nxc.incremental import inputs
     r.stack = [{"file": display_path(f.file), "line": f.line, "column": f.column, "function": f.function}
                for f in outcome.stack]
     r.run_seconds = outcome.seconds
@@ -314,7 +327,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
 def compile_library(program, backend: str, options: Options, r: Result) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     from nxc.backend.registry import backend_for
-    from nxc.gates import inputs
+    from nxc.incremental import inputs
     emitted, key = prepared_or_cached(program, backend, "library", options, r)
     if key is None:
         return

@@ -18,7 +18,7 @@ from nxc.gates import host as gate_host
 from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
-from nxc.gates.recorded_run import run_unit_recorded_first
+from nxc.gates.recorded_run import run_unit_planned
 
 
 def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) -> None:
@@ -43,7 +43,7 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
         if unit is None:
             return
         try:
-            results = run_unit_recorded_first(unit, options)
+            results = run_unit_planned(unit, options)
         except BaseException as exc:  # noqa: BLE001
             results = [internal_error(Result(it.id, it.display, it.kind, it.backend, Status.INTERNAL_ERROR), exc, 0.0)
                        for it in unit.items]

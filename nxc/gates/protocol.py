@@ -87,7 +87,7 @@ class Outcome:
     recompiled: tuple = ()
     relinked: bool | None = None
     # The files the gate asked sys_file_open for, in order: ((path, opened), ...);
-    # None: not known (its pass is then not cached: nxc/gates/inputs.py).
+    # None: not known (its pass is then not cached: nxc/incremental/inputs.py).
     files: tuple | None = None
 
     @property

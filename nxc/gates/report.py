@@ -17,7 +17,7 @@ from xml.etree import ElementTree as ET
 
 from nxc.diagnostics import display_path
 from nxc.gates.protocol import Outcome, Site, Status
-from nxc.gates.stack import render_stack
+from nxc.diagnostics import render_stack
 
 
 # Summary words, in the order the summary line lists them.
@@ -185,7 +185,10 @@ class Reporter:
             if r.relinked:          # a separately compiled gate: linked now, from objects compiled or cached
                 n = len(r.recompiled)
                 build += f" (linked; {n} module object{'s' if n != 1 else ''} compiled)"
-            line += f"\n{' ' * (2 * self.width + 4)}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
+            indent = " " * (2 * self.width + 4)
+            line += f"\n{indent}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
+            if r.plan:              # which path the planner took, and why (nxc/incremental/plan.py)
+                line += f"\n{indent}path: {r.plan}: {r.plan_reason}"
         self.say(line)
 
     def finish(self, results: list[Result], order: list[str], elapsed: float, not_run: int,

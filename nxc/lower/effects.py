@@ -20,6 +20,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
+from nxc.incremental.records import Recorded
 from nxc.lower.may_unmap import may_unmap
 from nxc.syntax import ast
 
@@ -27,21 +28,6 @@ from nxc.syntax import ast
 # sys_parallel_for runs a task, which may do anything a function may.
 MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
                             "sys_file_close", "sys_file_size", "sys_parallel_for"})
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """The effects of the functions whose bodies a program did not check
-    (issue 21: a gate's worker checks the bodies of its root module and of
-    the modules without a record, nxc/backend/c/objects.py; every other
-    module's effects come from the record kept with its object, computed when
-    its bodies were checked against the same interfaces). Names only: the
-    namespace is one over the import graph."""
-    unchecked: frozenset = frozenset()      # functions with a body this program did not check
-    may_unmap: frozenset = frozenset()      # of those: which may end a mapping (nxc/lower/may_unmap.py)
-    memory_free: frozenset = frozenset()
-    silent: frozenset = frozenset()
-    copied: frozenset = frozenset()         # which importers copy (emit.is_copied_into_importers)
 
 
 def recorded(program) -> Recorded | None:

@@ -199,7 +199,7 @@ def _parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
 
 def parse_cached(src: SourceFile, diags: Diagnostics) -> ast.Module:
     """The AST of `src`, from this process's or the disk's parse cache when
-    there (the module index, nxc/index.py, parses a changed file this way).
+    there (the module index, nxc/incremental/index.py, parses a changed file this way).
     Raises CompileError."""
     return _parse_cached(src, diags)
 

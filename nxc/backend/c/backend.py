@@ -32,6 +32,7 @@ from nxc.backend.c.units import FAULT_INFO_WORDS
 from nxc.backend.c.objects import LinkedC
 from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
+from nxc.incremental.keys import code_digest
 
 
 def link_artefact(link_key: str) -> str:
@@ -80,9 +81,30 @@ class CBackend(base.Backend):
             emitted = emitted.whole()           # built from the single file: its sites
         return CLoaded(program, emitted, built)
 
+    plans_from_records = True
+
+    def plan_from_records(self, root, digests, imports, orders, *, checked, opt):
+        from nxc.backend.c.recorded import plan_from_records
+        return plan_from_records(root, digests, imports, orders, checked, opt)
+
+    def recorded_artefact_key(self, link) -> str:
+        return link_artefact(link.key)
+
+    def link_recorded(self, link, *, checked, opt):
+        from nxc.backend.c.recorded import RecordedGate
+        return RecordedGate(link, checked, opt)
+
+    def build_identity(self, opt: str) -> str:
+        import importlib.machinery
+
+        import cffi
+        return "|".join((self.name, cffi.__version__, c_build.compiler_identity(tuple(c_build.compiler())),
+                         " ".join(c_build.flags_for(opt)), c_build.target_identity(opt),
+                         importlib.machinery.EXTENSION_SUFFIXES[0]))
+
     def warm_up(self) -> None:
         c_build.warm_up()
-        objects.toolchain_digest()
+        code_digest("codegen")
 
 
 def bind_linked(lib, binding: "objects.Binding") -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.incremental.index import merged_orders
 from nxc.syntax import ast
 
 
@@ -118,45 +119,3 @@ def _closures_of(graph) -> _Closures:
         except AttributeError:              # a graph that takes no attribute: computed per call
             pass
     return memo
-
-
-def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:
-    """import_closure's order from the module index instead of a graph, for
-    `start` and every module it reaches through `imports` ({path: the paths
-    it imports, in its order}): {path: its closure, dependencies first, itself
-    last}; None when a path reached has no entry. (Without --soft-f32: its
-    callers refuse it.) Each order is built from its imports' (merged_orders)."""
-    if start not in imports:
-        return None
-    orders: dict[str, list[str]] = {}
-    stack = [(start, iter(imports[start]))]
-    walking = {start}
-    while stack:                                # dependencies first, without recursion
-        p, pending = stack[-1]
-        for dep in pending:
-            if dep not in orders:
-                if dep not in imports or dep in walking:
-                    return None                 # unknown, or a cycle: the full path decides
-                walking.add(dep)
-                stack.append((dep, iter(imports[dep])))
-                break
-        else:
-            stack.pop()
-            walking.discard(p)
-            orders[p] = merged_orders([orders[dep] for dep in imports[p]]) + [p]
-    return orders
-
-
-def merged_orders(orders: list[list], key=lambda item: item) -> list:
-    """A module's depth-first closure order, without the module itself, from
-    its imports' own orders in import order: once the walk is done with an
-    import, everything that import reaches has been met, so each next import
-    adds exactly the modules of its order not met yet, in that order."""
-    out, seen = [], set()
-    for sub in orders:
-        for item in sub:
-            k = key(item)
-            if k not in seen:
-                seen.add(k)
-                out.append(item)
-    return out

@@ -47,7 +47,6 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from nxc import __version__
 from nxc.backend.c import build as c_build
 from nxc.backend.c import toolchain
 from nxc.backend.c.closure import import_closure
@@ -58,8 +57,9 @@ from nxc.backend.c.sites import Site, SiteTable
 from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, emit_module, emit_whole, interface_text
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.index import source_digest
-from nxc.cache import (cache_dir, parts_digest, folders_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
+from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
+from nxc.incremental.records import RECORD_LISTS, read_record, write_gate_record, write_record
+from nxc.cache import (cache_dir, parts_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
                        mark_used, present, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.plan import plan_program
@@ -78,57 +78,24 @@ MAX_PCH = 8
 _digest = parts_digest
 
 
-@lru_cache(maxsize=1)
-def toolchain_digest() -> str:
-    """nxc's version and the code that decides what C a module becomes (the
-    checker, the lowering passes, this backend and its templates) and the
-    runtime's text: an object key computed before emitting must change
-    whenever any of them does, released or not."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    nxc_dir = os.path.dirname(os.path.dirname(here))
-    folders = [os.path.join(nxc_dir, d) for d in ("check", "lower", "backend", "syntax")] + [runtime_dir()]
-    code = lambda name: name.endswith((".py", ".j2", ".h", ".c", ".lark"))     # noqa: E731
-    return _digest(__version__, folders_digest(folders, nxc_dir, code))
-
-
 def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:
     """Everything of the build configuration an object depends on."""
     cc = tuple(c_build.compiler())
-    return "|".join([toolchain_digest(), c_build.compiler_identity(cc), " ".join(object_flags(opt)),
+    return "|".join([code_digest("codegen"), c_build.compiler_identity(cc), " ".join(object_flags(opt)),
                      c_build.target_identity(opt),
                      "checked" if checked else "unchecked", "unbox" if unbox_f32 else "bits"])
 
 
 def module_source_digest(module) -> str:
-    """A module's own text and path (its #line directives and sites name it),
-    through the module index's digest of the text, so that a key can be
-    computed from the index without reading the file (nxc/backend/c/
-    recorded.py)."""
+    """A module's own text and path (keys.source_key_digest), as the module
+    index gives it without reading the file (nxc/backend/c/recorded.py)."""
     return source_key_digest(module.source.path, source_digest(module.source.text))
-
-
-def source_key_digest(path: str, text_digest: str) -> str:
-    """module_source_digest from a module's real path and nxc.index.source_digest of its text."""
-    return _digest(path, text_digest)
-
-
-def interfaces_digest(interface_digests) -> str:
-    """The closure digest of a module from its imports' interface digests, in
-    import_closure order (what closure_interface_digest computes)."""
-    return _digest(*interface_digests)
 
 
 def closure_source_digest(linked, closure) -> str:
     """The conservative closure digest: every imported module's text (a
     `closure_digest` for LinkedC; any edit of an import recompiles)."""
     return _digest(*(module_source_digest(m) for m in closure[:-1]))
-
-
-def object_key(module_source_digest: str, closure_digest: str, config: str) -> str:
-    """The one key of a module's object: its source, the interfaces of its
-    import closure (`closure_digest`: a parameter, so that a better digest of
-    the imports' interfaces can be swapped in), the build configuration."""
-    return _digest("object", module_source_digest, closure_digest, config)[:32]
 
 
 def link_key(object_keys: list[str], runtime_key: str, binding_text: str, opt: str) -> str:
@@ -261,18 +228,43 @@ class LinkedC(CapturesMixin):
                     ready.append((m, key))
                 else:
                     missing.append((m, key))
-            if not (ready or missing) and later:
-                raise RuntimeError("import closures out of order")      # cannot happen: a cycle
-            if missing:
-                bodies.check(m.source.path for m, _ in missing)
+            cycle = self._bottom_cycle(later) if not (ready or missing) and later else []
+            if missing or cycle:
+                bodies.check([m.source.path for m, _ in missing]
+                             + [m.source.path for m in cycle if m.source.path in with_functions])
             view = bodies.program
             for m, key in ready + missing:
                 digest = self._interfaces[m.source.path] = _digest(
                     m.source.path, interface_text(self.facts(view), m))
                 if key is not None:
                     write_record(key, record_of(self.facts(view), m, digest))
+            if cycle:
+                # Modules that import each other: each one's key needs the
+                # others' interface digests, so none can be looked up in the
+                # records first. Their bodies are checked here, their digests
+                # taken from interface_text, then their keys computed (the
+                # key still covers every interface of the closure) and their
+                # records written for the gates that import the cycle.
+                for m in cycle:
+                    self._interfaces[m.source.path] = _digest(m.source.path, interface_text(self.facts(view), m))
+                for m in cycle:
+                    write_record(self._key_of(m, config),
+                                 record_of(self.facts(view), m, self._interfaces[m.source.path]))
+                later = [m for m in later if m.source.path not in self._interfaces]
             pending = later
         self.program = bodies.program
+
+    def _bottom_cycle(self, waiting: list) -> list:
+        """Of modules that all wait for an import's interface digest, those of a
+        cycle of imports that waits for nothing outside itself (one exists: the
+        waiting modules' imports form a graph whose bottom component is that)."""
+        reach = {m.source.path: {d.source.path for d in self._closures[m.source.path][:-1]} for m in waiting}
+        for m in waiting:
+            p = m.source.path
+            unknown = {d for d in reach[p] if d not in self._interfaces}
+            if all(p in reach.get(d, ()) for d in unknown):     # each one it waits for waits for it
+                return [w for w in waiting if w.source.path in unknown or w.source.path == p]
+        raise RuntimeError("import closures out of order")      # cannot happen: the closures are transitive
 
     def _check_copies(self, own: list, module=None) -> None:
         """Before emitting `own` (functions of `module`, or its gate): check
@@ -410,12 +402,6 @@ class LinkedC(CapturesMixin):
 # Beside nothing else: a record is a fact about a module under one object key
 # (its interface digest, its functions' effects, which of them importers copy),
 # valid whether or not the object is built; pruned like the objects.
-def _records_dir() -> str:
-    return os.path.join(cache_dir(), "c", "records")
-
-
-_record_writes = 0
-_RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
 
 
 def record_of(facts: ProgramFacts, module, digest: str) -> dict:
@@ -423,7 +409,7 @@ def record_of(facts: ProgramFacts, module, digest: str) -> dict:
     program = facts.program
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     if not own:         # its interface only: no effects to compute (nor the program's fixed points)
-        return {"interface": digest, **{k: [] for k in _RECORD_LISTS}}
+        return {"interface": digest, **{k: [] for k in RECORD_LISTS}}
     fx = facts.effects
     names = [fn.decl.name for fn in own]
     return {"interface": digest,
@@ -433,60 +419,10 @@ def record_of(facts: ProgramFacts, module, digest: str) -> dict:
             "copied": [fn.decl.name for fn in own if facts.is_copied(fn)]}
 
 
-def read_record(key: str) -> dict | None:
-    """The record kept under object key `key` (None: none, damaged, or not sealed by this user's nxc)."""
-    data = read_sealed_json(os.path.join(_records_dir(), key + ".json"), "records/" + key, touch=True)
-    if not (isinstance(data, dict) and isinstance(data.get("interface"), str)
-            and all(isinstance(data.get(k), list) and all(isinstance(n, str) for n in data[k])
-                    for k in _RECORD_LISTS)):
-        return None
-    return data
-
-
-def write_record(key: str, record: dict) -> None:
-    path = os.path.join(_records_dir(), key + ".json")
-    try:
-        write_sealed_json(path, "records/" + key, record, sort_keys=True)
-    except OSError:
-        return                      # a read-only or full cache: the module is checked again next time
-    _pruned_records()
-
-
-def read_gate_record(root_key: str) -> dict | None:
-    """The gate record (LinkedC.gate_record) kept under the root's object key."""
-    name = "g-" + root_key
-    data = read_sealed_json(os.path.join(_records_dir(), name + ".json"), "records/" + name, touch=True)
-    if not (isinstance(data, dict) and "gate" in data and (data["gate"] is None or isinstance(data["gate"], str))
-            and all(isinstance(data.get(k), list) and all(isinstance(p, str) for p in data[k])
-                    for k in ("units", "modules"))):
-        return None
-    return data
-
-
 def binding_of(units: list[str], gate: str | None) -> Binding:
     """The Binding of a link of the modules `units` (real paths, in link
     order) whose gate is module C id `gate` (None: the root has none)."""
     return Binding(tuple((module_c_id_of(p), (k + 1) << SITE_BITS) for k, p in enumerate(units)), gate)
-
-
-def write_gate_record(root_key: str, record: dict) -> None:
-    name = "g-" + root_key
-    path = os.path.join(_records_dir(), name + ".json")
-    if read_gate_record(root_key) == record:
-        return
-    try:
-        write_sealed_json(path, "records/" + name, record, sort_keys=True)
-    except OSError:
-        return                      # the gate takes the full path next time
-    _pruned_records()
-
-
-def _pruned_records() -> None:
-    global _record_writes
-    _record_writes += 1
-    if prune_due(_record_writes):
-        prune_least_recent(_records_dir(), scaled_bound(MAX_OBJECTS),
-                           lambda name: name.endswith(".json") and not name.startswith("."))
 
 
 def _has_gate(module) -> bool:

@@ -10,7 +10,7 @@ from what earlier builds left in the cache, without reading any module:
 - each module's object key, bottom-up: key(M) = object_key(M's path and
   source digest, the interface digests of M's import closure, the build
   configuration), where a module's interface digest is the one recorded
-  under its key (`objects.read_record`, written whenever its bodies were
+  under its key (nxc/incremental/records.py, written whenever its bodies were
   checked with that key; modules without functions have records too);
 - the gate record kept under the root's key (`LinkedC.gate_record`): which
   modules the link takes, in order, whether the root has a gate, and the
@@ -18,24 +18,32 @@ from what earlier builds left in the cache, without reading any module:
   of its closure, which is everything the link's make-up and its binding
   (site bases, the root's main: set at load time) depend on.
 
-Any record or object missing or damaged gives None, and the caller takes
-the full path, which writes what was missing. The inputs (source digests
-and resolved imports) come from the module index (nxc/index.py), as the
-no-change path's do.
+Any record or object missing or damaged gives no link and the reason, and
+the planner (nxc/incremental/plan.py) sends the gate down the full path,
+which writes what was missing. The inputs (source digests and resolved
+imports) come from the module index (nxc/incremental/index.py), as the
+no-change path's do. `RecordedGate` links such a plan and runs it in a
+child; the gate runner reaches both through the Backend interface
+(CBackend.plan_from_records, link_recorded).
 """
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass
 
-from nxc.backend.c import objects
-from nxc.backend.c.closure import closure_orders
+from nxc.backend.c import faults, gate_child, objects
+from nxc.backend.c.emit import FAULT_INFO_WORDS
 from nxc.backend.c.sites import SiteTable
+from nxc.cache import present, stamped
+from nxc.incremental import records
+from nxc.incremental.keys import interfaces_digest, object_key, source_key_digest
 
 
 @dataclass
 class RecordedLink:
     key: str                # the link key (objects.link_key): the library's name and the build's identity
-    objects: list[str]      # what the linker takes, in order: the modules, the runtime
+    objects: list[str]      # what the linker takes, in order: the modules' objects (the runtime's is added)
     modules: list[str]      # the graph's module order (the gate's warnings are in this order)
     runtime_key: str
     site_keys: list[str]    # whose site tables the link's site ids index: each unit's (ordinals from 1)
@@ -47,39 +55,72 @@ class RecordedLink:
         return SiteTable([], loaders, objects.SITE_BITS)
 
 
-def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, list[str]], checked: bool,
-                      opt: str, unbox_f32: bool = True,
-                      orders: dict[str, list[str]] | None = None) -> RecordedLink | None:
-    """The link of the gate of `root` (a real path), or None when the cache
-    cannot say it without the front end. digests: {real path: the index's
-    source digest} of every module of the closure; imports: {real path: the
-    real paths it imports, in its order}; orders: closure_orders(root,
-    imports), if the caller has it. The runtime's object is built if missing
-    (it depends on the configuration only)."""
+def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, list[str]],
+                      orders: dict[str, list[str]], checked: bool, opt: str,
+                      unbox_f32: bool = True) -> tuple[RecordedLink | None, str]:
+    """(the link of the gate of `root` (a real path), "") or (None, why the
+    cache cannot say it without the front end). digests: {real path: the
+    index's source digest} of every module of the closure; imports: {real
+    path: the real paths it imports, in its order}; orders: each one's
+    import closure (nxc/incremental/index.py, closure_orders). Builds nothing."""
     config = objects.build_config_text(checked, opt, unbox_f32)
     interfaces: dict[str, str] = {}
     keys: dict[str, str] = {}
-    orders = orders or closure_orders(root, imports)
-    if orders is None or set(orders) != set(digests):
-        return None
+    if set(orders) != set(digests):
+        return None, "the index's closure and its import orders differ"
     order = orders[root]
     for p in order:                             # dependencies first
         closure = orders[p]
-        key = objects.object_key(objects.source_key_digest(p, digests[p]),
-                                 objects.interfaces_digest(interfaces[d] for d in closure[:-1]), config)
-        record = objects.read_record(key)     # verified once per worker and file (nxc/cache.py)
+        key = object_key(source_key_digest(p, digests[p]), interfaces_digest(interfaces[d] for d in closure[:-1]),
+                         config)
+        record = records.read_record(key)     # verified once per worker and file (nxc/cache.py)
         if record is None:
-            return None
+            return None, f"no record of {os.path.basename(p)} under its object key {key[:12]}"
         interfaces[p], keys[p] = record["interface"], key
-    gate = objects.read_gate_record(keys[root])
-    if gate is None or set(gate["modules"]) != set(order) or not set(gate["units"]) <= set(order):
-        return None
+    gate = records.read_gate_record(keys[root])
+    if gate is None:
+        return None, f"no gate record under the root's key {keys[root][:12]}"
+    if set(gate["modules"]) != set(order) or not set(gate["units"]) <= set(order):
+        return None, "the gate record names other modules than the index's closure"
     linked = [objects.usable_object(keys[p]) for p in gate["units"]]
     if None in linked:
-        return None
-    runtime, _ = objects.ensure_runtime(checked, opt)
+        missing = gate["units"][linked.index(None)]
+        return None, f"the object of {os.path.basename(missing)} is not in the cache: it must be emitted"
     rt = objects.runtime_key(checked, opt)
     binding = objects.binding_of(gate["units"], gate["gate"])
     key = objects.link_key([keys[p] for p in gate["units"]], rt, binding.text, opt)
-    return RecordedLink(key, [*linked, runtime], list(gate["modules"]), rt,
-                        [keys[p] for p in gate["units"]], binding)
+    return RecordedLink(key, linked, list(gate["modules"]), rt, [keys[p] for p in gate["units"]], binding), ""
+
+
+class RecordedGate:
+    """A gate linked from records, ready to run in a child (the gate host's or
+    one forked by the runner: nxc/gates/recorded_run.py): linked now unless the
+    library is in the cache. The runtime's object is built if missing (it
+    depends on the configuration only)."""
+
+    def __init__(self, link: RecordedLink, checked: bool, opt: str):
+        t0 = time.perf_counter()
+        target, _ = objects.library_path(link.key)
+        self.relinked = not (present(target) and stamped(target))
+        if self.relinked:
+            runtime, _ = objects.ensure_runtime(checked, opt)
+            objects.link_library(target, [*link.objects, runtime], opt)
+        self.build_seconds = time.perf_counter() - t0
+        self.link, self.checked = link, checked
+        self.job = gate_child.GateJob(target, tuple(link.binding.bases), link.binding.root, checked, 0,
+                                      FAULT_INFO_WORDS)
+
+    def run_child(self, page) -> tuple:
+        """In the gate's child: run it (gate_child.run), the shadow stack mirrored into `page`."""
+        return gate_child.run(self.job, page)
+
+    def stack_of(self, page) -> tuple:
+        """The .nx stack a stopped child mirrored into `page` (checked builds)."""
+        return faults.stack_from(faults.read_mirror(page), self.link.sites()) if self.checked and page else ()
+
+    @staticmethod
+    def passed(raw: tuple) -> tuple[bool, tuple | None]:
+        """(whether the child's report is main returning 0, the files it opened)."""
+        if raw[:2] != ("returned", 0):
+            return False, None
+        return True, gate_child.parse_log(raw[5])

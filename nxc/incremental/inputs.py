@@ -18,14 +18,14 @@ Per path (as the gate gave it, resolved against the current folder):
 - not opened, a directory (both runtimes refuse one, whatever it holds):
   that it is still a directory;
 - anything else (opened but not a regular file, not opened although it
-  exists and is no directory (permissions), gone since, changed since the gate started or less than RACY_NS
+  exists and is no directory (permissions), gone since, changed since the gate started or less than keys.RACY_NS
   before, more than MAX_FILES paths, the runtime's log full): nothing is
   recorded and the pass is not cached.
 
 The record is taken after the gate ended, so a file changed while the gate
 ran could be recorded with content the gate never read; the last-change
 rule (ctime, which no program can set back) rules that out: a file whose
-ctime is later than RACY_NS before the gate started is not keyed. A
+ctime is later than keys.RACY_NS before the gate started is not keyed. A
 relative path makes the record hold the current folder, which must then be
 the same.
 """
@@ -36,7 +36,7 @@ import hashlib
 import os
 import stat
 
-from nxc.index import RACY_NS
+from nxc.incremental.keys import file_signature, settled
 
 DIGEST_MAX = 1 << 20        # bytes: a file up to this size is keyed on its content
 MAX_FILES = 256             # distinct paths per gate; more: not cached
@@ -69,10 +69,6 @@ def record(opened, started_ns: int) -> dict | None:
     return {"cwd": cwd if relative else None, "files": [[p, e] for p, e in files.items()]}
 
 
-def _signature(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
-
-
 def _entry(path: str, opened: bool, started_ns: int) -> dict | None:
     try:
         st = os.stat(path)
@@ -84,16 +80,16 @@ def _entry(path: str, opened: bool, started_ns: int) -> dict | None:
         return {"directory": True}
     if not opened or not stat.S_ISREG(st.st_mode):
         return None                 # exists but did not open (permissions), or opened and not a file
-    if max(st.st_mtime_ns, st.st_ctime_ns) >= started_ns - RACY_NS:
+    if not settled(st, started_ns):
         return None                 # changed too recently: what the gate read may not be what is there
     if st.st_size > DIGEST_MAX:
-        return {"stat": _signature(st)}
+        return {"stat": file_signature(st)}
     digest = _digest(path)
     try:
         after = os.stat(path)
     except OSError:
         return None
-    if digest is None or _signature(after) != _signature(st):
+    if digest is None or file_signature(after) != file_signature(st):
         return None
     return {"size": st.st_size, "sha256": digest}
 
@@ -135,6 +131,6 @@ def still_holds(rec) -> bool:
         if "sha256" in entry:
             if st.st_size != entry.get("size") or _digest(full) != entry["sha256"]:
                 return False
-        elif _signature(st) != entry.get("stat"):
+        elif file_signature(st) != entry.get("stat"):
             return False
     return True

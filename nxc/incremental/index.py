@@ -2,7 +2,7 @@
 
 One file in the cache folder (index/modules.json, sealed like every cache
 entry: nxc/cache.py), plain JSON, written atomically. Per module (its real
-path): the file's (size, mtime_ns, ctime_ns, inode) when it was read, the
+path): the file's signature (keys.file_signature: size, mtime, ctime, inode, device) when read, the
 digest of its text, the names it imports, and
 (filled by the summary checker, nxc/check/summary.py) its interface digest
 and its last clean verdict's key.
@@ -18,7 +18,7 @@ Trust rules (a wrong index must never give a wrong PASS):
 - a stat that differs in any field: the file is read and digested again; if
   the digest is the recorded one the entry stays (a `touch`), otherwise the
   module is parsed again (for its imports) and the entry replaced;
-- a stat taken within RACY_NS of the file's last change is not recorded (a
+- a stat taken within keys.RACY_NS of the file's last change is not recorded (a
   second write in the same timestamp tick, with the same size, would
   otherwise look unchanged: git's "racy clean" problem), so that file is
   digested again next time;
@@ -28,20 +28,15 @@ Trust rules (a wrong index must never give a wrong PASS):
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import time
-from functools import lru_cache
 
-from nxc.cache import cache_dir, file_digest, folders_digest, scaled_bound, seal, unseal, write_atomically
+from nxc.cache import cache_dir, seal, unseal, write_atomically
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
+from nxc.incremental.keys import file_signature, settled, source_digest
 from nxc.syntax import ast
 
-FORMAT = "nxc-module-index-1"
-# A file changed less than this long before we looked may change again
-# within the same mtime tick (coarse on some file systems): not trusted.
-RACY_NS = 2_000_000_000
+FORMAT = "nxc-module-index-2"
 # Entries of files this run did not look at are kept up to this many (a
 # project's other trees); entries of files that no longer exist are dropped.
 MAX_ENTRIES = 20000
@@ -49,44 +44,6 @@ MAX_ENTRIES = 20000
 
 def index_file() -> str:
     return os.path.join(cache_dir(), "index", "modules.json")
-
-
-def source_digest(text: str) -> str:
-    """The digest of a module's text as the loader reads it (BOM removed).
-
-    The runner's workers digest what they compiled with the same function,
-    so a key computed here from the index equals the key a worker records."""
-    # A gate's worker asks for the digest of each text of its closure some
-    # three times per gate (verdict keys, object keys, the result cache), on
-    # the same str objects the parse cache holds: a lookup by the text (its
-    # hash is kept by the str) instead of a sha256 each time.
-    found = _DIGESTS.get(text)
-    if found is None:
-        found = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-        if len(_DIGESTS) >= scaled_bound(_DIGESTS_MIN):
-            _DIGESTS.clear()
-        _DIGESTS[text] = found
-    return found
-
-
-_DIGESTS: dict[str, str] = {}
-_DIGESTS_MIN = 1024         # texts kept (bounded: at least this, twice the run's modules)
-
-
-@lru_cache(maxsize=1)
-def toolchain_digest() -> str:
-    """Every file of nxc's package, its runtime and its grammar: the compiler itself."""
-    import nxc
-    from nxc.paths import grammar_file, runtime_dir
-    package = os.path.dirname(os.path.abspath(nxc.__file__))
-    h = hashlib.sha256(folders_digest([package, runtime_dir()], package,
-                                      lambda n: not n.endswith((".pyc", ".pyo"))).encode())
-    h.update(file_digest(grammar_file()))
-    return h.hexdigest()[:32]
-
-
-def file_stat(st: os.stat_result) -> list[int]:
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 class ModuleIndex:
@@ -151,7 +108,7 @@ class ModuleIndex:
             st = os.stat(real)
         except OSError:
             return None
-        sig = file_stat(st)
+        sig = file_signature(st)
         entry = self.entries.get(real)
         self.touched.add(real)
         if entry is not None and entry["stat"] == sig:
@@ -162,7 +119,7 @@ class ModuleIndex:
             return None
         self.counters["digested"] += 1
         digest = source_digest(text)
-        trusted = sig if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS else None
+        trusted = sig if settled(st) else None
         if entry is not None and entry["digest"] == digest:
             entry["stat"] = trusted
             self.dirty = True
@@ -259,12 +216,47 @@ class ModuleIndex:
         return result
 
 
-def closure_digest(closure: dict[str, str]) -> str:
-    """One digest of a closure given as {real path: source digest}."""
-    h = hashlib.sha256()
-    for path in sorted(closure):
-        h.update(path.encode("utf-8", "surrogateescape") + b"\0" + closure[path].encode() + b"\0")
-    return h.hexdigest()[:32]
+def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:
+    """Each module's import closure in the order the C backend's import_closure
+    gives (depth first, each module after its imports, imports in their order),
+    from the index's imports instead of a graph, for `start` and every module
+    it reaches: {path: its closure, dependencies first, itself last}; None when
+    a path reached has no entry or the imports form a cycle (the full path
+    decides then). Without --soft-f32 (its callers refuse it)."""
+    if start not in imports:
+        return None
+    orders: dict[str, list[str]] = {}
+    stack = [(start, iter(imports[start]))]
+    walking = {start}
+    while stack:                                # dependencies first, without recursion
+        p, pending = stack[-1]
+        for dep in pending:
+            if dep not in orders:
+                if dep not in imports or dep in walking:
+                    return None                 # unknown, or a cycle
+                walking.add(dep)
+                stack.append((dep, iter(imports[dep])))
+                break
+        else:
+            stack.pop()
+            walking.discard(p)
+            orders[p] = merged_orders([orders[dep] for dep in imports[p]]) + [p]
+    return orders
+
+
+def merged_orders(orders: list[list], key=lambda item: item) -> list:
+    """A module's depth-first closure order, without the module itself, from
+    its imports' own orders in import order: once the walk is done with an
+    import, everything that import reaches has been met, so each next import
+    adds exactly the modules of its order not met yet, in that order."""
+    out, seen = [], set()
+    for sub in orders:
+        for item in sub:
+            k = key(item)
+            if k not in seen:
+                seen.add(k)
+                out.append(item)
+    return out
 
 
 def _read_text(path: str) -> str | None:
@@ -282,6 +274,6 @@ def _well_formed(path, entry) -> bool:
     if not (isinstance(path, str) and isinstance(entry, dict)):
         return False
     stat_ = entry.get("stat")
-    return ((stat_ is None or (isinstance(stat_, list) and len(stat_) == 4 and all(type(x) is int for x in stat_)))
+    return ((stat_ is None or (isinstance(stat_, list) and len(stat_) == 5 and all(type(x) is int for x in stat_)))
             and isinstance(entry.get("digest"), str)
             and isinstance(entry.get("imports"), list) and all(isinstance(i, str) for i in entry["imports"]))

@@ -2,18 +2,18 @@
 
 Passing results: like `go test`, a gate that passed is reported `PASS
 (cached)` and not run again while nothing that could change its outcome
-changed. What that is, is listed once, as data, in nxc/gates/result_key.py:
+changed. What that is, is listed once, as data, in nxc/incremental/keys.py:
 what was built (the backend's artefact and the item's kind, or, for the
 no-change fast path, the digests of the sources of the module's import
 closure) and the run's parts (nxc's code and version, Python, backend,
 build identity, checked, --opt/--march, --soft-f32, timeout, memory limit,
 -W error). Every entry also holds the record of the files the gate opened
-(nxc/gates/inputs.py), checked before the pass is used. Failures are never
+(nxc/incremental/inputs.py), checked before the pass is used. Failures are never
 recorded, so a failing gate always runs. An entry is a small sealed JSON
 file named by its key (nxc/cache.py: one this user's nxc did not write is
 no pass); writing it is atomic and two runs may share the folder.
 
-A unit entry (`u-KEY`, result_key.unit_key) also holds the module's kind
+A unit entry (`u-KEY`, keys.unit_key) also holds the module's kind
 and its rendered warnings, shown again as on a full run (and, since they
 name files relative to the current folder, only when run from the same
 folder; a module without warnings is taken from anywhere). A pass the full
@@ -32,7 +32,7 @@ import os
 
 from nxc.cache import (cache_dir, configured_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound,
                        write_atomically, write_sealed_json)
-from nxc.gates import inputs
+from nxc.incremental import inputs
 
 # Passing results kept; past it the least recently used go.
 MAX_RESULTS = 8192
@@ -50,8 +50,8 @@ def _read(key: str) -> dict | None:
 
 
 def passed_before(key: str) -> dict | None:
-    """The input record (nxc/gates/inputs.py) of a recorded pass under `key`
-    (result_key.artefact_result_key) whose files are all as they were; None: run it."""
+    """The input record (nxc/incremental/inputs.py) of a recorded pass under `key`
+    (keys.artefact_result_key) whose files are all as they were; None: run it."""
     data = _read(key)
     if data is None or not inputs.still_holds(data["inputs"]):
         return None
@@ -76,19 +76,22 @@ def record_unit_pass(key: str, kind: str, warnings: list[str], record: dict | No
     record_pass(key, record, {"kind": kind, "warnings": warnings, "cwd": os.getcwd() if warnings else None})
 
 
-def unit_passed_before(key: str) -> dict | None:
-    """{"kind", "warnings", "inputs"} of a recorded unit pass (result_key.unit_key)
-    whose files are as they were; None when there is none (or the entry is not
-    what this code writes: then it is not a pass)."""
+def unit_pass(key: str) -> tuple[dict | None, str]:
+    """({"kind", "warnings", "inputs"} of a recorded unit pass (keys.unit_key)
+    whose files are as they were, "") or (None, why there is none to use: no
+    entry, or one that is not what this code writes, or one whose files or
+    folder differ)."""
     data = _read(key)
-    if not (data is not None and data.get("kind") in ("gate", "library", "stub")
+    if data is None:
+        return None, f"no pass recorded under unit key {key[:12]}"
+    if not (data.get("kind") in ("gate", "library", "stub")
             and isinstance(data.get("warnings"), list) and all(isinstance(w, str) for w in data["warnings"])):
-        return None
+        return None, "the recorded entry is not a unit pass"
     if data["warnings"] and data.get("cwd") != os.getcwd():
-        return None             # its warnings would name files as seen from another folder: run it
+        return None, "its warnings were recorded from another folder"     # they would name files from there
     if not inputs.still_holds(data["inputs"]):
-        return None
-    return data
+        return None, "a file the gate opened changed since its pass"
+    return data, ""
 
 
 # ------------------------------------------------------------------ last failed

@@ -1,0 +1,241 @@
+"""Every key and file signature of nxc's incremental layer, in one module.
+
+A cached answer is only right if everything that can change it is in its
+key. The keys, from the bottom up:
+
+- `code_digest(scope)`: nxc's own code, the runtime and the grammar (the
+  compiler's identity as far as nxc itself goes). SCOPES lists, as data,
+  which folders each scope covers: "package" (everything: the result and
+  verdict keys) and "codegen" (what decides the C a module becomes: object
+  keys, so that an edit of the runner does not recompile every object);
+- `file_signature` and `settled`: "has this file changed" (a stat's size,
+  mtime, ctime, inode and device; a stat taken within RACY_NS of the file's
+  last change is not trusted: git's racy-clean rule), for the module index,
+  the files a gate opened and the definition finder;
+- `source_digest` (a module's text) and `closure_digest` (a closure of them);
+- `verdict_key` (a module's bodies checked clean, nxc/check/summary.py);
+- `object_key`, `source_key_digest`, `interfaces_digest` (a module's object,
+  computed before any C is emitted: nxc/backend/c/objects.py);
+- the result keys of `nxc test`, `artefact_result_key` and `unit_key`, each
+  `identity + PARTS`.
+
+Result keys. `nxc test` finds a pass three ways (docs/runner.md): the
+no-change fast path (from the module index: the closure's sources), the
+recorded path (from the link the records give) and the full path (from the
+backend's artefact). Each key is what was built (the closure's source
+digests, or the artefact's key and the item's kind) and the run's parts
+below, which are the same for all three. A part added here is in every key;
+tests/test_result_key.py varies each option of `nxc test` and each part, and
+fails when two runs that differ in one share a key.
+
+What is not a key part says why in NOT_KEYED (an Options field that cannot
+change a gate's outcome). The files a gate opens are not known before it
+runs: they are recorded with the pass and checked before it is used
+(nxc/incremental/inputs.py).
+
+This module reaches no stage: a backend's build identity comes from the
+run's options (`Options.build_identity`, through the Backend interface).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
+
+from nxc import __version__
+from nxc.cache import file_digest, folders_digest, parts_digest, scaled_bound
+
+# ---------------------------------------------------------------- nxc's own code
+# scope -> (folders under the package, whether the runtime and grammar count,
+# which file names count). Each scope is digested once per process.
+SCOPES = {
+    "package": ((), lambda name: not name.endswith((".pyc", ".pyo"))),
+    "codegen": (("check", "lower", "backend", "syntax"), lambda name: name.endswith((".py", ".j2", ".h", ".c",
+                                                                                        ".lark"))),
+}
+
+
+@lru_cache(maxsize=None)
+def code_digest(scope: str = "package") -> str:
+    """The digest of nxc's version and of its code in `scope` (SCOPES), with the
+    runtime's text and the grammar: a key computed before anything is built
+    must change whenever any of them does, released or not."""
+    from nxc.paths import grammar_file, runtime_dir
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subfolders, keep = SCOPES[scope]
+    folders = [os.path.join(package, d) for d in subfolders] or [package]
+    return parts_digest(scope, __version__, folders_digest([*folders, runtime_dir()], package, keep),
+                        file_digest(grammar_file()).hex())[:32]
+
+
+# ---------------------------------------------------------------- files
+# A file changed less than this long before we looked may change again
+# within the same mtime tick (coarse on some file systems): not trusted.
+RACY_NS = 2_000_000_000
+
+
+def file_signature(st: os.stat_result) -> list[int]:
+    """What says a file is the one seen before: equal signatures, taken when
+    `settled`, mean the same content (nxc and editors replace or rewrite)."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev]
+
+
+def settled(st: os.stat_result, at_ns: int | None = None) -> bool:
+    """Whether the file's last change (mtime or ctime, which no program can
+    set back) is more than RACY_NS before `at_ns` (default: now): only then
+    may its signature stand for its content."""
+    return (time.time_ns() if at_ns is None else at_ns) - max(st.st_mtime_ns, st.st_ctime_ns) > RACY_NS
+
+
+# ---------------------------------------------------------------- sources
+def source_digest(text: str) -> str:
+    """The digest of a module's text as the loader reads it (BOM removed).
+
+    The runner's workers digest what they compiled with the same function,
+    so a key computed from the module index equals the key a worker records."""
+    # A gate's worker asks for the digest of each text of its closure some
+    # three times per gate (verdict keys, object keys, the result cache), on
+    # the same str objects the parse cache holds: a lookup by the text (its
+    # hash is kept by the str) instead of a sha256 each time.
+    found = _DIGESTS.get(text)
+    if found is None:
+        found = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        if len(_DIGESTS) >= scaled_bound(_DIGESTS_MIN):
+            _DIGESTS.clear()
+        _DIGESTS[text] = found
+    return found
+
+
+_DIGESTS: dict[str, str] = {}
+_DIGESTS_MIN = 1024         # texts kept (bounded: at least this, twice the run's modules)
+
+
+def closure_digest(closure: dict[str, str]) -> str:
+    """One digest of a closure given as {real path: source digest}."""
+    h = hashlib.sha256()
+    for path in sorted(closure):
+        h.update(path.encode("utf-8", "surrogateescape") + b"\0" + closure[path].encode() + b"\0")
+    return h.hexdigest()[:32]
+
+
+# ---------------------------------------------------------------- verdicts
+VERDICT_FORMAT = "nxc-summary-1"
+
+
+def verdict_key(path: str, text_digest: str, closure: set[str], digests: dict[str, str], soft_f32: bool) -> str:
+    """The key of "module `path`'s bodies check clean": its text, the interface
+    digests of every module of its closure, nxc's code, --soft-f32."""
+    return parts_digest(VERDICT_FORMAT, code_digest("package"), "soft" if soft_f32 else "hard", path, text_digest,
+                        *(f"{p}={digests[p]}" for p in sorted(closure)))[:32]
+
+
+def interface_digest(interface: dict) -> str:
+    """The digest of a module's interface as the summary checker describes it
+    (plain JSON data: nxc/check/summary.py, interface_of)."""
+    text = json.dumps([VERDICT_FORMAT, interface], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+# ---------------------------------------------------------------- objects
+def source_key_digest(path: str, text_digest: str) -> str:
+    """A module's own text and path (its #line directives and sites name it),
+    from source_digest of its text, so that a key can be computed from the
+    module index without reading the file."""
+    return parts_digest(path, text_digest)
+
+
+def interfaces_digest(interface_digests) -> str:
+    """The closure digest of a module from its imports' interface digests, in
+    import-closure order."""
+    return parts_digest(*interface_digests)
+
+
+def object_key(module_source_digest: str, closure_digest: str, config: str) -> str:
+    """The one key of a module's object: its source, the interfaces of its
+    import closure (`closure_digest`: a parameter, so that a better digest of
+    the imports' interfaces can be swapped in), the build configuration."""
+    return parts_digest("object", module_source_digest, closure_digest, config)[:32]
+
+
+# ---------------------------------------------------------------- results
+@dataclass(frozen=True)
+class Part:
+    name: str
+    value: Callable[[object, str], object]      # (Options, backend) -> a JSON value
+    why: str
+
+
+def _nxc_code(options, backend) -> str:
+    return code_digest("package")
+
+
+def _build(options, backend) -> str:
+    return options.build_identity(backend)
+
+
+def _py_largest_mapping(options, backend):
+    """What the Python runtime takes for its largest mapping (runtime/nx_memory.py,
+    _default_max_mapping): NXC_PY_MMAP_MAX, else the physical memory."""
+    if backend != "py":
+        return None
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = None
+    return [os.environ.get("NXC_PY_MMAP_MAX", ""), phys]
+
+
+PARTS: tuple[Part, ...] = (
+    Part("nxc_version", lambda o, b: __version__, "another nxc is another compiler"),
+    Part("nxc_code", _nxc_code, "every file of the package, the runtime and the grammar: the runner's own "
+         "rules (timeout, output bound, memory polling) and the code generators"),
+    Part("python", lambda o, b: sys.version, "the Python backend runs on it; cffi builds for its ABI"),
+    Part("backend", lambda o, b: b, "C and Python are two implementations"),
+    Part("build", _build, "the C compiler's identity, flags, target, cffi, the ABI suffix"),
+    Part("py_largest_mapping", _py_largest_mapping, "Python backend: a sys_mmap past it fails"),
+    Part("checked", lambda o, b: bool(o.checked), "--unchecked: a bad access may pass or crash"),
+    Part("opt", lambda o, b: str(o.opt), "--opt and --march (the build configuration '2/x86-64')"),
+    Part("soft_f32", lambda o, b: bool(o.soft_f32), "--soft-f32: other float32 primitives"),
+    Part("timeout", lambda o, b: float(o.timeout), "a slow gate passes under a long timeout only"),
+    Part("memory_limit", lambda o, b: o.memory_limit, "a gate that passed with more memory may not with less"),
+    Part("warnings_as_errors", lambda o, b: bool(o.warnings_as_errors), "-W error: a warning fails the module"),
+)
+
+# Options fields that are not key parts, and why none can change an outcome.
+NOT_KEYED = {
+    "backends": "each item has one backend: the 'backend' part",
+    "use_cache": "whether builds are reused: the same build either way (--no-cache reads no result at all)",
+    "include": "-I changes what an import resolves to: the closure's paths (no-change key) and the "
+               "artefact (full path) hold the result of resolving",
+    "timeout_flag": "the option named in a TIMEOUT's explanation; only failures, which are never cached",
+    "read_results": "whether cached results are read",
+    "record_results": "whether passes are recorded",
+}
+
+
+def run_parts(options, backend: str) -> dict[str, object]:
+    """{part name: value} of the run on `backend`. Raises what the backend
+    raises when it cannot build at all (no compiler)."""
+    return {p.name: p.value(options, backend) for p in PARTS}
+
+
+def _key(prefix: str, identity: tuple[str, ...], options, backend: str) -> str:
+    parts = run_parts(options, backend)
+    return prefix + parts_digest(*identity, json.dumps(parts, sort_keys=True))[:32]
+
+
+def artefact_result_key(artefact_key: str, kind: str, options, backend: str) -> str:
+    """The full and the recorded paths' key: the built artefact (Backend.artefact_key,
+    or link_artefact of a link from records), the item's kind and the run's parts."""
+    return _key("", ("artefact", artefact_key, kind), options, backend)
+
+
+def unit_key(closure: dict[str, str], backend: str, options) -> str:
+    """The no-change path's key of one module's pass on `backend`: its closure's
+    sources ({real path: source_digest}) and the run's parts."""
+    return _key("u-", ("sources", closure_digest(closure)), options, backend)

@@ -1,0 +1,187 @@
+"""The planner of `nxc test`: one decision per unit, taken before any backend runs, with its reason.
+
+A unit (one module and its backends) takes one of three paths:
+
+- CACHED: every item has a pass recorded under its unit key (keys.unit_key:
+  the closure's sources from the module index, the run's parts), whose files
+  are as they were (inputs.py). Decided by the runner, before any worker
+  starts; nothing of the unit is read, parsed, checked or built.
+- RECORDED: a C gate whose closure has a clean verdict for every module
+  under its current key (records.load_verdict) and whose link the backend
+  plans from its records (Backend.plan_from_records): linked and run without
+  the front end. Decided by the worker, before the backend builds anything.
+- FULL: check the bodies the verdicts do not cover, emit and build the
+  modules whose objects are missing, link, run.
+
+Every decision keeps the reason it was taken (`Decision.reason`), which
+`nxc test -v` prints and `--json` gives (the result's "plan" and
+"plan_reason"): why a unit was not cached, why it could not be linked from
+records. Nothing here falls back silently: a question this code cannot
+answer (an index it cannot read, a build identity that cannot be computed
+because there is no compiler) is a FULL decision whose reason says so, and
+the full path reports what is wrong.
+
+This module knows no stage: the backend comes in as a `Backend`
+(nxc/backend/base.py), the run's options as the gate runner's Options.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from nxc.diagnostics import ToolError
+from nxc.incremental import keys, records
+from nxc.incremental import results as results_cache
+from nxc.incremental.index import ModuleIndex, closure_orders
+
+CACHED, RECORDED, FULL = "cached", "recorded", "full"
+
+
+@dataclass
+class Decision:
+    path: str                   # CACHED, RECORDED or FULL
+    reason: str                 # why, in a few words (nxc test -v, --json "plan_reason")
+    passes: list = field(default_factory=list)      # CACHED: each item's recorded pass {"kind", "warnings", ...}
+    modules: list = field(default_factory=list)     # CACHED: the closure's real paths
+    link: object = None                             # RECORDED: the backend's plan of the link
+    warnings: list = field(default_factory=list)    # RECORDED: the closure's warnings, from its verdicts
+
+
+# ---------------------------------------------------------------- the runner's step
+def plan_units(units: list, options) -> tuple[dict[str, Decision], dict]:
+    """({unit path: Decision}, counters) of every unit, from the module index
+    alone. A unit not CACHED is FULL with the reason it is not cached; its
+    worker may still find it RECORDED (`plan_in_worker`): the unit then
+    carries the index's view of its closure (`Unit.indexed`)."""
+    if not options.read_results:
+        why = "--no-cache" if not options.use_cache else "--rerun"
+        return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}
+    index = ModuleIndex.load()          # an index it cannot read or trust is an empty one
+    decisions = {u.path: _plan_unit(u, options, index) for u in units}
+    try:
+        index.save()
+    except OSError:
+        pass                    # not saving the index costs the next run's stats only
+    cached = sum(d.path == CACHED for d in decisions.values())
+    return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}
+
+
+def _plan_unit(unit, options, index: ModuleIndex) -> Decision:
+    from nxc.paths import SOFT_F32_MODULE
+    real = os.path.realpath(unit.path)
+    extra: tuple[str, ...] = ()
+    if options.soft_f32:        # the front end adds nx_f32_soft.nx as if the root imported it
+        found = index.resolve(SOFT_F32_MODULE, real, options.include)
+        if found is None:
+            return Decision(FULL, f"--soft-f32: {SOFT_F32_MODULE} is not found from here")
+        extra = (found,)
+    closure = index.closure(real, options.include, extra)
+    if closure is None:
+        return Decision(FULL, "a module of its closure cannot be read, parsed or resolved from the index")
+    digests = {path: entry["digest"] for path, entry in closure.items()}
+    passes = []
+    for item in unit.items:
+        try:
+            key = keys.unit_key(digests, item.backend, options)
+        except ToolError as exc:    # the build's identity: no compiler, ...; the full path reports it
+            return Decision(FULL, f"no unit key on {item.backend}: {exc}")
+        recorded, why = results_cache.unit_pass(key)
+        if recorded is None:
+            if not extra:       # for the worker's recorded path (plan_in_worker)
+                unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
+                                       "imports": [index.resolve(name, path, options.include)
+                                                   for name in entry["imports"]]}
+                                for path, entry in closure.items()}
+            return Decision(FULL, f"not cached on {item.backend}: {why}")
+        passes.append(recorded)
+    return Decision(CACHED, f"passed before under unit key {key[:12]}: same sources of its {len(closure)} "
+                            f"module{'s' if len(closure) != 1 else ''}, options and files",
+                    passes=passes, modules=sorted(closure))
+
+
+# ---------------------------------------------------------------- the worker's step
+def plan_in_worker(unit, options, backend) -> Decision:
+    """RECORDED (with the link `backend` plans from its records and the closure's
+    warnings) or FULL, with the reason, for a unit the runner did not find
+    cached. backend: the Backend of the unit's one item."""
+    why = _not_recordable(unit, options, backend)
+    if why is not None:
+        return Decision(FULL, why)
+    root = os.path.realpath(unit.path)
+    indexed = unit.indexed
+    imports = {p: e["imports"] for p, e in indexed.items()}
+    orders = closure_orders(root, imports)
+    if orders is None or set(orders) != set(indexed):
+        return Decision(FULL, "its imports form a cycle (or reach a module the index lacks): "
+                              "its keys need the front end")
+    warnings_of, why = verdict_warnings(indexed, orders)
+    if warnings_of is None:
+        return Decision(FULL, why)
+    digests = {p: e["digest"] for p, e in indexed.items()}
+    link, why = backend.plan_from_records(root, digests, imports, orders, checked=options.checked, opt=options.opt)
+    if link is None:
+        return Decision(FULL, why)
+    warnings = [w for p in link.modules for w in warnings_of[p]]
+    return Decision(RECORDED, f"clean verdicts and records for all {len(indexed)} modules of its closure",
+                    link=link, warnings=warnings)
+
+
+def _not_recordable(unit, options, backend) -> str | None:
+    if options.soft_f32:
+        return "--soft-f32 takes the full path"
+    if options.warnings_as_errors:
+        return "-W error words each warning from its diagnostic: the full path"
+    if not options.use_cache:
+        return "--no-cache: nothing is read from the cache"
+    if len(unit.items) != 1:
+        return "more than one backend: one front end for all"
+    if unit.indexed is None:
+        return "no index view of its closure (see the runner's reason)"
+    if not backend.plans_from_records:
+        return f"the {backend.name} backend plans no link from records"
+    return None
+
+
+# Interface digests noted in the index on disk by other workers, by (module,
+# source digest): read once, not once per gate.
+_noted: dict[tuple[str, str], str] = {}
+MAX_REMEMBERED = 20000
+
+
+def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> tuple[dict[str, list[str]] | None, str]:
+    """({module: its bodies' warnings}, "") from the clean verdict of every
+    module of the closure under its current key; (None, why) if one is
+    missing. orders: each module's import closure (closure_orders)."""
+    interfaces = {p: e.get("interface") or _noted.get((p, e["digest"])) for p, e in indexed.items()}
+    if None in interfaces.values():
+        # Edited this run: another worker may have checked it since the runner
+        # read the index (a worker notes each module it checks there). What
+        # it noted is kept here, so that the gates that follow (after a body
+        # edit of a leaf: all of them) do not read the index again.
+        for p, e in ModuleIndex.load().entries.items():
+            if e.get("interface") is not None:
+                if len(_noted) >= MAX_REMEMBERED:
+                    _noted.clear()
+                _noted[(p, e["digest"])] = e["interface"]
+        interfaces = {p: d or _noted.get((p, indexed[p]["digest"])) for p, d in interfaces.items()}
+        unknown = sorted(p for p, d in interfaces.items() if d is None)
+        if unknown:
+            return None, f"no interface digest yet for {_name(unknown[0])}" + _more(unknown)
+    out = {}
+    for p, e in indexed.items():
+        key = keys.verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
+        verdict = records.load_verdict(key)         # verified once per worker and file (nxc/cache.py)
+        if verdict is None:
+            return None, f"no clean verdict for {_name(p)} under its current key"
+        if verdict.get("interface") != interfaces[p]:
+            return None, f"the verdict of {_name(p)} holds another interface"
+        out[p] = verdict["warnings"]
+    return out, ""
+
+
+def _name(path: str) -> str:
+    return os.path.basename(path)
+
+
+def _more(paths: list) -> str:
+    return f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""

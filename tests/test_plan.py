@@ -1,0 +1,97 @@
+"""The planner of `nxc test` (nxc/incremental/plan.py): one decision per unit, with its reason.
+
+Every result says which path its unit took ("plan": cached, recorded or
+full) and why ("plan_reason"), in --json and under each line of -v; no
+path is taken silently. The worker's step is also asked directly, with a
+backend that keeps no records and with a unit the runner could not index.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from nxc.gates.execute import Options
+from nxc.incremental import plan
+
+FILES = {
+    "leaf.nx": "func f(x: i64) -> i64 {\n    if x > 100 { return x }\n    return x + 1\n}\n",
+    "top.nx": 'import "leaf.nx"\nfunc main() -> i64 {\n    if f(3) != 4 { return 1 }\n    return 0\n}\n',
+}
+
+
+def _write(tree, files: dict) -> None:
+    for name, text in files.items():
+        (tree / name).write_text(text, encoding="utf-8")
+        old = os.stat(tree / name).st_mtime - 10        # older than the index's racy window
+        os.utime(tree / name, (old, old))
+
+
+def _run(tree, cache: str, *args: str) -> tuple[dict[str, dict], str]:
+    env = dict(os.environ, NXC_CACHE_DIR=cache)
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree), "--json", "-j", "1", *args],
+                          capture_output=True, text=True, cwd=str(tree), env=env)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    results = {os.path.basename(r["id"])[:-3]: r for r in events if r.get("event") == "result"}
+    assert results and "Traceback" not in proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
+    text = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree), "-v", "-j", "1", *args],
+                          capture_output=True, text=True, cwd=str(tree), env=env).stdout
+    return results, text
+
+
+def test_each_result_says_which_path_its_unit_took_and_why(tmp_path):
+    tree = tmp_path / "t"
+    tree.mkdir()
+    _write(tree, FILES)
+    cache = str(tmp_path / "cache")
+    cold, _ = _run(tree, cache)
+    assert {r["plan"] for r in cold.values()} == {"full"}
+    assert all(r["plan_reason"].startswith("not cached on c: no pass recorded under unit key u-")
+               for r in cold.values()), cold
+
+    warm, text = _run(tree, cache)
+    assert {r["plan"] for r in warm.values()} == {"cached"} and all(r["cached"] for r in warm.values())
+    assert "passed before under unit key u-" in warm["top"]["plan_reason"]
+    assert "path: cached: passed before under unit key" in text
+
+    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
+    edited, text = _run(tree, cache)
+    # the leaf was checked again (edited: no interface digest or verdict yet);
+    # the gate above it was then linked from records
+    leaf = edited["leaf"]
+    assert leaf["plan"] == "full" and leaf["plan_reason"].startswith("not cached on c: no pass recorded"), leaf
+    assert "leaf.nx" in leaf["plan_reason"].split("; ")[1], leaf
+    top = edited["top"]
+    assert top["plan"] == "recorded" and top["passed"], top
+    assert "clean verdicts and records for all 2 modules" in top["plan_reason"]
+    # (the -v run after it found both cached: it says so)
+    assert "path: cached:" in text
+
+    rerun, _ = _run(tree, cache, "--rerun")
+    assert all(r["plan"] == "full" and r["plan_reason"].startswith("--rerun") for r in rerun.values()), rerun
+    nocache, text = _run(tree, cache, "--no-cache")
+    assert all(r["plan"] == "full" and "--no-cache" in r["plan_reason"] for r in nocache.values()), nocache
+    assert "path: full: --no-cache" in text
+
+
+def test_the_worker_step_says_why_a_unit_is_not_linked_from_records():
+    options = Options(read_results=True, record_results=True)
+    unit = SimpleNamespace(path="/t/top.nx", items=[SimpleNamespace(backend="py")], indexed=None)
+    py = SimpleNamespace(name="py", plans_from_records=False)
+    decision = plan.plan_in_worker(unit, options, py)
+    assert decision.path == plan.FULL and "no index view of its closure" in decision.reason
+    unit.indexed = {"/t/top.nx": {"digest": "0" * 32, "interface": None, "imports": []}}
+    decision = plan.plan_in_worker(unit, options, py)
+    assert decision.path == plan.FULL and decision.reason == "the py backend plans no link from records"
+    for changed, words in ((dict(soft_f32=True), "--soft-f32"), (dict(warnings_as_errors=True), "-W error"),
+                           (dict(use_cache=False), "--no-cache")):
+        decision = plan.plan_in_worker(unit, Options(**changed), py)
+        assert decision.path == plan.FULL and words in decision.reason, (changed, decision)
+    # modules that import each other: no order of keys from the index alone
+    c = SimpleNamespace(name="c", plans_from_records=True)
+    unit.indexed = {"/t/top.nx": {"digest": "0" * 32, "interface": "i", "imports": ["/t/b.nx"]},
+                    "/t/b.nx": {"digest": "1" * 32, "interface": "j", "imports": ["/t/top.nx"]}}
+    decision = plan.plan_in_worker(unit, options, c)
+    assert decision.path == plan.FULL and "cycle" in decision.reason
