@@ -315,6 +315,7 @@ def bench_linear(shapes, tokens, repeats):
                          if T == 1 else f"nx/numpy {t / t_np:.2f}")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
     bench_linear_threads(shapes, tokens, repeats)
+    bench_linear_quant(shapes, tokens, repeats, bw)
 
 
 def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
@@ -347,6 +348,47 @@ def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
             row("linear", f"{R}x{C}, {T} tok: {counts[-1]} threads / 1 thread",
                 f"{times[0] / times[-1]:.2f}x   same bits: {'yes' if same else 'NO'}   "
                 f"load {os.getloadavg()[0]:.2f}")
+
+
+def bench_linear_quant(shapes, tokens, repeats, bw):
+    """Issues 28 / 29: the packed kernel for quantized weights (nx_f32_qgemm.nx, unchecked C, one
+    thread) on Q8_0 and Q4_K blocks of the Qwen3-4B shapes, against numpy sgemm on the same
+    weights dequantized to float32 (gguf-py), and, for one token, the GB/s of quantized bytes
+    read. The machine's load average is printed beside the rows (other work shares it)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    try:
+        from quant_support import TYPES, dequantize, random_blocks
+    except ImportError as e:                        # gguf-py missing
+        row("linear", "quantized weights", f"skipped: {e}")
+        return
+    m = nxc.load(os.path.join(bundled_dir(), "nx_f32_qgemm.nx"), checked=False)
+    rng = np.random.default_rng(4)
+    for R, C in shapes:
+        for name in ("q8_0", "q4_k"):
+            t_id, qk, _ = TYPES[name]
+            raw = random_blocks(name, R * C // qk, rng, 0.05).reshape(R, -1)
+            Wf = dequantize(raw, name).reshape(R, C)
+            buf = np.zeros(m.nx_qgemm_packed_bytes(t_id, R, C), np.uint8)
+            P = buf[(-buf.ctypes.data) % 64:]
+            t0 = time.process_time()
+            m.nx_qgemm_pack(t_id, raw, R, C, P)
+            t_pack = time.process_time() - t0
+            row("linear", f"{R}x{C} {name}: pack at load", f"{ms(t_pack)}   load average {os.getloadavg()[0]:.1f}")
+            for T in tokens:
+                Xf = rng.standard_normal((T, C)).astype(np.float32)
+                X = bits(Xf.ravel())
+                Y = np.zeros(T * R, np.int64)
+                t_np, t = paired_medians([lambda: Xf @ Wf.T, lambda: m.nx_qgemm(t_id, P, R, C, X, T, Y)], repeats,
+                                         clock=time.process_time)
+                flops = 2.0 * R * C * T
+                row("linear", f"{R}x{C}, {T} tok: numpy sgemm f32 on dequantized {name}",
+                    f"{ms(t_np)}   {flops / t_np / 1e9:.1f} GFLOP/s")
+                parts = [ms(t), f"{flops / t / 1e9:.1f} GFLOP/s", f"nx/numpy {t / t_np:.2f}"]
+                if T == 1:
+                    gbs = raw.nbytes / t / 1e9
+                    parts.append(f"{gbs:.1f} GB/s of {name} bytes ({gbs / bw:.0%} of bandwidth)")
+                parts.append(f"load average {os.getloadavg()[0]:.1f}")
+                row("linear", f"{R}x{C}, {T} tok: nx {name} packed", "   ".join(parts))
 
 
 # ---------------------------------------------------------------- 2. paged vs contiguous
