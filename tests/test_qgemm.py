@@ -119,6 +119,19 @@ def test_qgemm_equals_scalar_on_python():
     assert len(py) == len(c) and all(np.array_equal(a, b) for a, b in zip(py, c))
 
 
+@pytest.mark.parametrize("checked", [False, True])
+def test_qgemm_same_bits_on_any_thread_count(checked):
+    """The kernel's items (panels; pairs of panels for one token) split across the runtime's
+    threads (sys_parallel_for): every thread count gives the scalar reference's words, and the
+    same words as one thread; shapes with an odd number of panels, so a chunk can end inside a
+    decode pair's range."""
+    shapes = [(83, 2, 1), (70, 3, 1), (37, 2, 3), (33, 1, 64)]
+    runs = {n: check_module(nxc.load(REF, checked=checked, threads=n), shapes, seed=21, lookup=False)
+            for n in (1, 2, 3, 7)}
+    for n, out in runs.items():
+        assert len(out) == len(runs[1]) and all(np.array_equal(a, b) for a, b in zip(out, runs[1])), n
+
+
 def test_qgemm_qwen3_width():
     """A Qwen3-4B-wide row (2560 columns: 80 Q8_0 blocks, 10 K-quant blocks), 1 and 64 tokens."""
     mod = nxc.load(REF, checked=False)
