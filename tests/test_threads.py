@@ -153,3 +153,16 @@ def test_division_by_zero_in_task_reads_as_on_python(threads):
     assert c.stderr == py.stderr
     u = nxc_cmd("run", "--unchecked", "--threads", str(threads), path, timeout=120)
     assert u.returncode == 4 and "division by zero" in u.stderr
+
+
+def test_each_module_calls_with_its_own_count():
+    """Two loads of one program share one library, whose thread count is process-wide: each
+    call sets its own module's count (a bench once timed 1 and 2 threads with the same count,
+    the last one loaded). Read back through the library's nxc_threads() entry point."""
+    one = nxc.load(KERNELS, checked=False, threads=1)
+    three = nxc.load(KERNELS, checked=False, threads=3)
+    lib = one._backend.lib            # the library both modules share (same build)
+    assert lib is three._backend.lib
+    for mod, want in ((one, 1), (three, 3), (one, 1)):
+        assert mod.par_run(200, -1, 0) == mod.seq_run(200, 0)
+        assert lib.nxc_threads() == want

@@ -286,6 +286,9 @@ class CLoaded(base.Loaded):
         keep = []          # the arrays stay alive until the call returns
         c_args = [self._c_arg(v, keep) for v in args]
         wrapper = getattr(self.lib, "nxw_" + fn.decl.name)
+        # The count is the library's, and two loads of one program share one library: each
+        # call sets its own module's (nxc.load(..., threads=N) is per module, as documented).
+        self.lib.nxc_set_threads(self.threads)
         if self.checked:
             # The arrays are valid memory for this call only, with their real sizes.
             self._arg_names = [p.name for p in fn.params]
