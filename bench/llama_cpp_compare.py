@@ -50,9 +50,8 @@ def load_avg() -> str:
 
 def nx_side(path, tokens, steps, threads, repeat, checked):
     from nxc.models import qwen3
-    kw = {} if threads == 1 else {"threads": threads}
     try:
-        m = qwen3.load(path, checked=checked, **kw)
+        m = qwen3.load(path, checked=checked, threads=threads)     # (its default is every core)
     except qwen3.Qwen3Error as e:
         return None, None, str(e)
     prompt = float("inf")
@@ -77,7 +76,11 @@ def nx_side(path, tokens, steps, threads, repeat, checked):
 def llama_side(path, tokens, steps, threads, repeat):
     from llama_cpp import Llama
     llm = Llama(model_path=str(path), n_ctx=len(tokens) + steps + 8, n_batch=len(tokens),
-                n_ubatch=len(tokens), n_threads=threads, n_threads_batch=threads, verbose=False)
+                n_ubatch=len(tokens), n_threads=threads, n_threads_batch=threads, verbose=False,
+                # every token's output, as nx computes: otherwise llama.cpp computes the last layer's
+                # attention output and MLP for the last token only (the rows the logits need), which
+                # on a one-layer file is most of the work
+                logits_all=True)
     prompt = float("inf")
     for _ in range(repeat):
         llm.reset()
