@@ -537,6 +537,20 @@ def write_atomically(path: str, data: bytes) -> bool:
     failure to write (read-only or full cache) only costs speed, so it is
     not raised, and leaves no temporary file behind. Returns whether it wrote.
     """
+    return _write_renamed(path, data)
+
+
+def write_published(path: str, data: bytes, mode: int | None = None) -> bool:
+    """Write `data` as the built artefact `path`, stamped first as `publish`
+    does, with file mode `mode`, and not handed to the remote cache: it is
+    what the remote just sent (nxc/remote/shared.py). Returns whether it wrote."""
+    return _write_renamed(path, data, mode, lambda tmp: stamp(path, tmp))
+
+
+def _write_renamed(path: str, data: bytes, mode: int | None = None, before=None) -> bool:
+    """Write `data` to a temporary file beside `path`, set `mode`, call
+    `before(tmp)`, then rename it to `path`; False (nothing left behind) on
+    an OSError."""
     folder = os.path.dirname(path)
     tmp = None
     try:
@@ -544,6 +558,10 @@ def write_atomically(path: str, data: bytes) -> bool:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if before is not None:
+            before(tmp)
         os.replace(tmp, path)
         return True
     except OSError:

@@ -40,7 +40,7 @@ import sys
 import tempfile
 
 from nxc import __version__
-from nxc.cache import RUN_ID_ENV, seal, stamp, write_atomically
+from nxc.cache import RUN_ID_ENV, seal, write_atomically, write_published
 from nxc.remote import trust
 from nxc.remote.store import RemoteError, Store
 
@@ -189,27 +189,9 @@ class Shared:
             return False                    # the content was evicted: a miss
         if len(blob) != size or trust.content_name(blob) != sha:
             raise Rejected(f"the content for {rel} is not what its entry names ({len(blob)} bytes)")
-        folder = os.path.dirname(path)
-        tmp = None
-        try:
-            os.makedirs(folder, mode=0o700, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=".remote-")
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-            if rel.endswith(".so"):
-                os.chmod(tmp, 0o700)        # as the linker leaves a library
-            stamp(path, tmp)                # its sidecar first, as cache.publish does
-            os.replace(tmp, path)
-            tmp = None
-            return True
-        except OSError:
-            return False                    # the local cache is full or read-only: built here then
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
+        # As the linker leaves a library; its sidecar first, as cache.publish does.
+        # The local cache full or read-only (False): built here then.
+        return write_published(path, blob, 0o700 if rel.endswith(".so") else None)
 
     # ---- writing ----
     def _writable(self, rel: str, kind: str) -> bool:
