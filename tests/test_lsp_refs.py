@@ -14,8 +14,9 @@ import pytest
 from lsp_client import LspClient
 
 
-def _top_level(gi, path):
-    return [d for d in gi.modules[path].definitions if d.kind in ("func", "extern", "const", "global", "type", "struct")]
+def _definitions(gi, path):
+    """Every definition of the module: top-level names, fields, parameters, locals."""
+    return sorted(gi.modules[path].definitions, key=lambda d: d.loc)
 
 
 def test_names_only_step_equals_the_checked_index_on_every_bundled_module():
@@ -25,13 +26,14 @@ def test_names_only_step_equals_the_checked_index_on_every_bundled_module():
     files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".nx"))
     an = analysis.Analyzer()
     compared = fast = 0
+    kinds: set[str] = set()
     # the checked index of each file (one check each), and its text
     index = {f: an.names_of(f, {}) for f in files}
     texts = {f: open(f, encoding="utf-8").read() for f in files}
     for path in files:
         gi = an.analyse(path, {}, imported_bodies=False)
-        defs = _top_level(gi, path)
-        for d in defs[::max(1, len(defs) // 12)]:      # a dozen per module, spread over it
+        defs = _definitions(gi, path)
+        for d in defs[::max(1, len(defs) // 16)]:      # 16 per module, spread over it (every kind)
             search = an.search(d.name, d.loc, {}, d.kind)
             for other in files:
                 got = search.uses_in(other)
@@ -40,8 +42,10 @@ def test_names_only_step_equals_the_checked_index_on_every_bundled_module():
                     assert want == []           # the word's absence (step 1) is never wrong either
                 assert sorted(got) == sorted(want), (d.name, d.loc, other)
                 compared += 1
+                kinds.add(d.kind)
                 fast += search.fast_uses(os.path.realpath(other)) is not None
     assert compared > 500 and fast > compared // 2, (compared, fast)
+    assert {"func", "extern", "const", "struct", "field", "param", "local"} <= kinds, kinds
     assert an.stats["refs_fast"] > 0
 
 
@@ -82,8 +86,8 @@ FILES = {
     # a syntax error: the checked index, on the recovered text
     "f.nx": 'import "lib.nx"\n\nfunc ff() -> i64 {\n    let y: i64 = helper(5)\n    let z = = 3\n'
             '    return y\n}\n',
-    # a struct used as a type
-    "g.nx": 'import "lib.nx"\n\nfunc fg(p: *Pt) -> *Pt {\n    return p\n}\n',
+    # a struct used as a type; a local named as the field (no `.` before it)
+    "g.nx": 'import "lib.nx"\n\nfunc fg(p: *Pt) -> *Pt {\n    let x: i64 = 1\n    return p\n}\n',
 }
 
 
@@ -102,7 +106,7 @@ def _refs(tmp_path, slow: bool, monkeypatch, edits: dict[str, str] | None = None
             c.open(tmp_path / name, text=text)
             version += 1
         out = {}
-        for word, line, col in (("helper", 6, 5), ("Pt", 0, 7), ("LIMIT", 4, 6)):
+        for word, line, col in (("helper", 6, 5), ("Pt", 0, 7), ("LIMIT", 4, 6), ("x", 1, 4)):
             refs = c.request("textDocument/references", {
                 "textDocument": {"uri": lib}, "position": {"line": line, "character": col},
                 "context": {"includeDeclaration": True}})
@@ -127,6 +131,7 @@ def test_references_with_and_without_the_names_only_step(tree, monkeypatch):
                               ("f.nx", 3, 17), ("lib.nx", 6, 5)]
     assert fast["Pt"] == [("a.nx", 2, 12), ("g.nx", 2, 12), ("g.nx", 2, 20), ("lib.nx", 0, 7)]
     assert fast["LIMIT"] == [("d.nx", 3, 20), ("lib.nx", 4, 6), ("lib.nx", 7, 15)]
+    assert fast["x"] == [("a.nx", 3, 20), ("lib.nx", 1, 4)]        # the field, after a `.`
 
 
 def test_references_see_unsaved_buffers(tree, monkeypatch):
@@ -139,3 +144,4 @@ def test_references_see_unsaved_buffers(tree, monkeypatch):
     # b.nx still reaches helper through a.nx, whose buffer still imports lib.nx
     assert fast["helper"] == [("b.nx", 3, 17), ("c.nx", 2, 11), ("d.nx", 6, 11), ("f.nx", 3, 17),
                               ("lib.nx", 6, 5)]
+    assert fast["x"] == [("a.nx", 3, 13), ("lib.nx", 1, 4)]        # the buffer's use, not the file's

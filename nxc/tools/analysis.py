@@ -22,7 +22,8 @@ only when the one before could not answer:
      checked: where exactly one module of it declares the name, at the
      definition, and the file declares no parameter or local of that name,
      every `Name` spelled so refers to it (nxc/tools/index.py name_uses);
-     a local or parameter is only ever named in its own file;
+     a local or parameter is only ever named in its own file, a field
+     only after a `.` (a file without one before the word does not use it);
   3. the checked name index: the file's names and the definition each
      refers to, keyed by the texts of its import graph, at most REFS_MAX
      files (least recently used dropped first). Taken for the definition's
@@ -239,6 +240,14 @@ class Search:
         path = os.path.realpath(path)
         if kind in ("local", "param"):
             return [] if path != target.path else None
+        if kind == "field":
+            # a field is named after a `.` (ast.FieldAccess) or where its
+            # struct declares it: a file with no `.` then the word (comments
+            # and strings blanked) does not use it; one that has it is checked
+            if path == target.path:
+                return None
+            after_dot = re.compile(r"\.\s*" + re.escape(name) + r"\b", re.ASCII)
+            return [] if after_dot.search(_HIDDEN.sub(" ", read_text(path, self.overlay) or "")) is None else None
         if kind not in TOP_KINDS or path == target.path or name == "main" \
                 or name in checked.builtin_type_names():
             return None
