@@ -280,7 +280,7 @@ class Search:
             return self._modules[real]
         node = None
         text = read_text(real, self.overlay)
-        pm = parse_tolerant(real, text) if text is not None else None
+        pm = parse_tolerant(real, text, saved=real not in self.overlay) if text is not None else None
         if pm is not None and pm.module is not None and not pm.syntax_errors and not pm.blanked:
             imports: list[str] = []
             for imp in pm.module.imports:
