@@ -145,3 +145,31 @@ def test_references_see_unsaved_buffers(tree, monkeypatch):
     assert fast["helper"] == [("b.nx", 3, 17), ("c.nx", 2, 11), ("d.nx", 6, 11), ("f.nx", 3, 17),
                               ("lib.nx", 6, 5)]
     assert fast["x"] == [("a.nx", 3, 13), ("lib.nx", 1, 4)]        # the buffer's use, not the file's
+
+
+def test_saved_files_share_the_front_ends_parse_cache_buffers_do_not(tmp_path, monkeypatch):
+    """A saved module's AST is the front end's (the undefined-name hint
+    parses through it): one parse for both. A buffer's text is never
+    written to the cache folder (it changes at every key)."""
+    from nxc.cache import cache_dir
+    from nxc.diagnostics import Diagnostics, SourceFile
+    from nxc.syntax.loader import parse_cached
+    from nxc.tools.workspace import load_graph
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    for name, text in FILES.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    a, lib = os.path.realpath(tmp_path / "a.nx"), os.path.realpath(tmp_path / "lib.nx")
+    buffer = FILES["a.nx"].replace("helper(1)", "helper(11)")
+    loaded = load_graph(a, {a: buffer})
+    pickles = os.path.join(cache_dir(), "parse")
+    def modules_cached() -> set[str]:
+        return {n for n in os.listdir(pickles) if not n.startswith("grammar-")}
+    written = modules_cached()
+    assert len(written) == 1                                    # lib.nx's, not the buffer's
+    assert parse_cached(SourceFile(lib, FILES["lib.nx"]), Diagnostics()) is loaded.parsed[lib].module
+    assert loaded.parsed[a].module is not None and loaded.texts[a] == buffer
+    # a saved file with a syntax error: recovered as before, nothing cached
+    f = os.path.realpath(tmp_path / "f.nx")
+    pm = load_graph(f).parsed[f]
+    assert pm.syntax_errors and pm.blanked and pm.module is not None
+    assert modules_cached() == written
