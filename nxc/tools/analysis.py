@@ -18,7 +18,8 @@ only when the one before could not answer:
   1. the text: a file that does not contain the word outside its comments
      and strings names it nowhere (no parse);
   2. names only (FAST_REFS): for a top-level definition, the file's import
-     graph is loaded (parsed, the parses kept as for checks) but not
+     graph is loaded (parsed, the parses kept as for checks; a saved
+     file's through the front end's parse cache, workspace.parse_tolerant) but not
      checked: where exactly one module of it declares the name, at the
      definition, and the file declares no parameter or local of that name,
      every `Name` spelled so refers to it (nxc/tools/index.py name_uses);
@@ -27,9 +28,10 @@ only when the one before could not answer:
   3. the checked name index: the file's names and the definition each
      refers to, keyed by the texts of its import graph, at most REFS_MAX
      files (least recently used dropped first). Taken for the definition's
-     own file, a field, a file with a syntax error or a missing import, a
-     name declared twice, or shadowed by a local.
-Steps 1 and 2 give the answer step 3 would (tests/test_lsp.py compares
+     own file, a field in a file with a `.` before the word, a file whose
+     graph has a syntax error or a missing import, a name declared twice,
+     or shadowed by a parameter or local.
+Steps 1 and 2 give the answer step 3 would (tests/test_lsp_refs.py compares
 them on every bundled module); NXC_LSP_SLOW_REFS=1 turns step 2 off.
 
 Not thread-safe: the server runs every analysis on one worker thread.

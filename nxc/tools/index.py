@@ -423,7 +423,7 @@ def name_uses(module: ast.Module, name: str, types: bool) -> tuple[list[Loc], bo
     the graph's top-level `name` (the checker looks a name up in the
     function's scopes, then at top level: nxc/check/base.py). The
     traversal follows _Walker's, node kind for node kind, so that both
-    find the same places (tests/test_lsp.py compares them)."""
+    find the same places (tests/test_lsp_refs.py compares them)."""
     found: list[Loc] = []
     shadowed = False
 
