@@ -15,6 +15,14 @@ measures, from the client's side and from the server's /proc entry:
   - the first find-references of `nx_f32_add` (used by every module: each
     of the tree's files is analysed): server CPU, wall and its RSS after.
 Then the same typing figures for the bundled nx_qwen3.nx (unsaved edits).
+--refs-first: the find-references right after the leaf is opened, before
+the typing (whose burst ends on an undefined name, and that name's "defined
+in" hint parses every module of the folder first, which the references
+then find parsed).
+--ab-refs: also, in a second server started right after (so under the
+same load), the leaf opened and the same first find-references with the
+names-only step of nxc/tools/analysis.py turned off (NXC_LSP_SLOW_REFS=1):
+the checked index of every file, for a side-by-side ratio.
 The targets (issue 30, idle machine): keystroke to diagnostics <= 150 ms
 wall and <= 50 ms CPU per edit on the leaf; completion <= 100 ms after a
 burst; first references <= 3 s CPU, RSS <= 400 MB after it.
@@ -136,6 +144,10 @@ def main() -> int:
     ap.add_argument("--modules", type=int, default=200)
     ap.add_argument("--out", help="where to make the tree (default: a temporary folder)")
     ap.add_argument("--skip-qwen3", action="store_true")
+    ap.add_argument("--refs-first", action="store_true",
+                    help="the find-references before the typing (see above)")
+    ap.add_argument("--ab-refs", action="store_true",
+                    help="also the first find-references with the names-only step off, in a second server")
     ap.add_argument("--json", action="store_true", help="print the figures as one JSON line at the end")
     args = ap.parse_args()
     out = Path(args.out or tempfile.mkdtemp(prefix="nxc-lsp-bench-"))
@@ -148,9 +160,22 @@ def main() -> int:
         uri, text, cold = s.open(leaf)
         r = {"open_to_diagnostics_s": cold}
         anchor = next(line for line in text.split("\n") if line.startswith("    return x"))
+        if args.refs_first:
+            r.update(s.references(uri, text, "nx_f32_add("))
         r.update(s.typing(uri, text, anchor))
-        r.update(s.references(uri, text, "nx_f32_add("))
+        if not args.refs_first:
+            r.update(s.references(uri, text, "nx_f32_add("))
         figures["leaf"] = r
+        if args.ab_refs:
+            os.environ["NXC_LSP_SLOW_REFS"] = "1"
+            slow = Session(out)
+            try:
+                uri, _, cold = slow.open(leaf)
+                figures["leaf_checked_refs"] = {"open_to_diagnostics_s": cold,
+                                                **slow.references(uri, text, "nx_f32_add(")}
+            finally:
+                slow.close()
+                del os.environ["NXC_LSP_SLOW_REFS"]
         if not args.skip_qwen3:
             from nxc.syntax.loader import bundled_dir
             qwen = Path(bundled_dir()) / "nx_qwen3.nx"
@@ -161,7 +186,7 @@ def main() -> int:
             figures["qwen3"] = r
     finally:
         s.close()
-    for name in ("leaf", "qwen3"):
+    for name in ("leaf", "leaf_checked_refs", "qwen3"):
         if name in figures:
             print(f"{name}:")
             for k, v in figures[name].items():

@@ -301,7 +301,7 @@ def test_bench_script_runs(tmp_path):
     import sys
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = subprocess.run([sys.executable, os.path.join(root, "bench", "lsp_latency.py"), "--modules", "12",
-                          "--json", "--skip-qwen3", "--out", str(tmp_path / "tree")],
+                          "--json", "--skip-qwen3", "--ab-refs", "--out", str(tmp_path / "tree")],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
@@ -309,6 +309,8 @@ def test_bench_script_runs(tmp_path):
                 "references_cpu_s", "rss_after_references_mb"):
         assert got["leaf"][key] > 0, key
     assert got["leaf"]["references_found"] >= 1
+    # the same references with the names-only step off (nxc/tools/analysis.py)
+    assert got["leaf_checked_refs"]["references_found"] == got["leaf"]["references_found"]
 
 
 # ---------------------------------------------------------------- more features

@@ -408,3 +408,115 @@ def _show_value(value: int, ty) -> str:
     if abs(value) >= 256:
         return f"{value} (0x{value & 0xFFFFFFFFFFFFFFFF:X})"
     return str(value)
+
+
+# ---------------------------------------------------------------- names only
+def name_uses(module: ast.Module, name: str, types: bool) -> tuple[list[Loc], bool]:
+    """Where `module` spells `name` as a name the walker above records
+    (an `ast.Name`; with types=True also a type name), without a check: the
+    language server's references ask this of every workspace file, and a
+    check and a full walk per file cost four times its parse.
+
+    The second value says whether `name` is declared in the module as a
+    parameter or a local: then some of these uses may refer to it, and the
+    caller must take the checked analysis. Otherwise each use refers to
+    the graph's top-level `name` (the checker looks a name up in the
+    function's scopes, then at top level: nxc/check/base.py). The
+    traversal follows _Walker's, node kind for node kind, so that both
+    find the same places (tests/test_lsp_refs.py compares them)."""
+    found: list[Loc] = []
+    shadowed = False
+
+    def type_expr(t) -> None:
+        while isinstance(t, ast.TypePointer):
+            t = t.target
+        if types and isinstance(t, ast.TypeName) and t.name == name:
+            found.append(_loc_of(t.pos))
+
+    def expr(e) -> None:
+        todo = [e]
+        while todo:
+            e = todo.pop()
+            if isinstance(e, ast.Name):
+                if e.ident == name:
+                    found.append(_loc_of(e.pos))
+                continue
+            if isinstance(e, (ast.Cast, ast.SizeOf)):
+                type_expr(e.target)
+                if isinstance(e, ast.SizeOf):
+                    continue
+            todo.extend(ast.subexpressions(e))
+            if isinstance(e, ast.Call):
+                todo.append(e.func)
+
+    def block(b: ast.Block) -> None:
+        nonlocal shadowed
+        todo: list = list(b.stmts)
+        while todo:
+            s = todo.pop()
+            if isinstance(s, ast.VarDecl):
+                if s.type_expr is not None:
+                    type_expr(s.type_expr)
+                expr(s.value)
+                shadowed = shadowed or s.name == name
+            elif isinstance(s, ast.Assign):
+                expr(s.target)
+                expr(s.value)
+            elif isinstance(s, ast.If):
+                expr(s.cond)
+                todo.extend(s.then.stmts)
+                if isinstance(s.orelse, ast.Block):
+                    todo.extend(s.orelse.stmts)
+                elif s.orelse is not None:
+                    todo.append(s.orelse)
+            elif isinstance(s, ast.While):
+                expr(s.cond)
+                todo.extend(s.body.stmts)
+            elif isinstance(s, ast.Return):
+                if s.value is not None:
+                    expr(s.value)
+            elif isinstance(s, ast.ExprStmt):
+                expr(s.expr)
+            elif isinstance(s, ast.Block):
+                todo.extend(s.stmts)
+
+    for item in module.items:
+        if isinstance(item, ast.FuncDecl):
+            for p in item.params:
+                shadowed = shadowed or p.name == name
+                type_expr(p.type_expr)
+            if item.ret is not None:
+                type_expr(item.ret)
+            if item.body is not None:
+                block(item.body)
+        elif isinstance(item, (ast.ConstDecl, ast.GlobalDecl)):
+            if item.type_expr is not None:
+                type_expr(item.type_expr)
+            expr(item.value)
+        elif isinstance(item, ast.TypeAlias):
+            type_expr(item.target)
+        elif isinstance(item, ast.StructDecl):
+            for f in item.fields:
+                type_expr(f.type_expr)
+    return found, shadowed
+
+
+def top_definitions(module: ast.Module, name: str) -> list[tuple[Loc, str]]:
+    """Each top-level declaration of `name` in `module` that the checker
+    enters in the graph's namespace (nxc/check/decls.py: a `main` function
+    is every module's own), with its kind."""
+    out: list[tuple[Loc, str]] = []
+    for item in module.items:
+        if isinstance(item, ast.Import) or getattr(item, "name", None) != name:
+            continue
+        if isinstance(item, ast.FuncDecl):
+            if item.name == "main" and not item.is_extern:
+                continue
+            kind = "extern" if item.is_extern else "func"
+        else:
+            kind = {ast.ConstDecl: "const", ast.GlobalDecl: "global", ast.TypeAlias: "type",
+                    ast.StructDecl: "struct"}.get(type(item))
+            if kind is None:
+                continue
+        out.append((_loc_of(item.pos), kind))
+    return out

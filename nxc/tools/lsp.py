@@ -305,10 +305,10 @@ class NxLanguageServer(LanguageServer):
         roots = self.workspace_files()
         if target.path not in roots:
             roots.append(target.path)
-        overlay = self.overlay()
+        search = self.analyzer.search(d.name, target, self.overlay(), d.kind)
         found: dict[Loc, int] = {}
         for root in roots:          # one file per step: a cancelled request stops here
-            for loc, length in await self.run(self.analyzer.uses_in, root, d.name, target, overlay):
+            for loc, length in await self.run(search.uses_in, root):
                 if include_definition or loc != target:
                     found[loc] = length
         return sorted(found.items())

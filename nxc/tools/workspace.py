@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from nxc.cache import file_identity
 from nxc.diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
 from nxc.syntax import ast
-from nxc.syntax.loader import ModuleGraph, resolve_import
+from nxc.syntax.loader import ModuleGraph, parse_cached, resolve_import
 from nxc.syntax.parse import parse_source
 
 MAX_RECOVERIES = 25
@@ -94,13 +94,28 @@ _PARSES: "OrderedDict[tuple[str, str], ParsedModule]" = OrderedDict()
 PARSES_MAX = 1024
 
 
-def parse_tolerant(path: str, text: str) -> ParsedModule:
+def parse_tolerant(path: str, text: str, saved: bool = False) -> ParsedModule:
+    """saved=True: `text` is the file's on disk (not an editor's buffer),
+    so its AST is the front end's, from its parse cache (nxc/syntax/loader.py
+    parse_cached: this process's memory, then the cache folder's pickles),
+    and is left there for it: the checker's undefined-name hint
+    (nxc/check/defined_where.py) parses every module of a folder through
+    that cache, and a find-references every module naming the word through
+    this one, and whichever comes second parses nothing. A buffer changes
+    at every key: it is parsed here only, never written to the disk cache."""
     key = (path, text)
     pm = _PARSES.get(key)
     if pm is not None:
         _PARSES.move_to_end(key)
         return pm
-    pm = _parse_with_recovery(path, text)
+    pm = None
+    if saved:
+        try:
+            pm = ParsedModule(parse_cached(SourceFile(path, text), Diagnostics()), [], set())
+        except CompileError:
+            pm = None               # a syntax error: recovered below
+    if pm is None:
+        pm = _parse_with_recovery(path, text)
     _PARSES[key] = pm
     if len(_PARSES) > PARSES_MAX:
         _PARSES.popitem(last=False)
@@ -227,7 +242,7 @@ def load_graph(root: str, overlay: dict[str, str] | None = None,
             parsed[real] = ParsedModule(None, [], set())
             return
         texts[real] = text
-        pm = parse_tolerant(real, text)
+        pm = parse_tolerant(real, text, saved=not (overlay and real in overlay))
         parsed[real] = pm
         if pm.module is None:
             return
