@@ -116,6 +116,7 @@ def py_backend_available() -> bool:
 
 def run_unit(unit: Unit, options: Options) -> list[Result]:
     """Check, build and run one module on each of its items' backends."""
+    from nxc.backend.base import BodiesNeeded
     from nxc.diagnostics import CompileError
 
     start = time.perf_counter()
@@ -125,7 +126,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 
     try:
         unit_check = check_unit(unit, options)
-        program, warnings, diags, emitted = unit_check.program, unit_check.warnings, unit_check.diags, unit_check.emitted
+        program, warnings, diags = unit_check.program, unit_check.warnings, unit_check.diags
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
@@ -151,10 +152,16 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         t0 = time.perf_counter()
         r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
         try:
-            if kind != "gate":
-                compile_library(program, item.backend, options, r, emitted)
-            else:
-                gate_result(program, item.backend, options, r, emitted, unit_check.checked_again)
+            try:
+                build_item(unit_check, kind, item.backend, options, r)
+            except BodiesNeeded:
+                # An object the backend found in the cache when it said what it
+                # needed left it before the build (pruned by another run): it
+                # says again, now without it, once.
+                unit_check.replan()
+                program = unit_check.program
+                r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
+                build_item(unit_check, kind, item.backend, options, r)
         except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
             r = compile_error_result(result(item, Status.COMPILE_ERROR), exc.diagnostics, front_end)
         except Exception as exc:  # noqa: BLE001
@@ -184,6 +191,23 @@ class UnitCheck:
     # C only: the checked build's emitted code, planned when an unchecked one
     # crashed (nxc/gates/run.py, locate_crash), its bodies asked for the same way
     checked_again: Callable | None = None
+    found: object = None                # C only: the partial check (check_gate) it was made final from
+    options: object = None
+
+    def replan(self) -> None:
+        """Ask the C backend again what it needs, from the program as checked now
+        (a build found an object missing that it was told was cached)."""
+        if self.found is None:
+            raise RuntimeError("only a C gate worker's program is planned (a bug in nxc)")
+        self.program, self.emitted = final_program(self.found, self.options)
+        self.checked_order = list(self.found.bodies.checked_order)
+
+
+def build_item(unit_check: "UnitCheck", kind: str, backend: str, options: Options, r: Result) -> None:
+    if kind != "gate":
+        compile_library(unit_check.program, backend, options, r, unit_check.emitted)
+    else:
+        gate_result(unit_check.program, backend, options, r, unit_check.emitted, unit_check.checked_again)
 
 
 def check_unit(unit: Unit, options: Options) -> UnitCheck:
@@ -205,7 +229,8 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
         if found is not None and not (found.warnings and options.warnings_as_errors):
             program, emitted = final_program(found, options)
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
-            return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again)
+            return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
+                             found, options)
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
     return UnitCheck(program, [d.render() for d in diags.warnings], diags,
