@@ -23,8 +23,9 @@ What is asked, in this order (a generator, `_steps`, each `yield` one question):
    here are handed to the program before any digest is computed from it (an
    effect of a checked body depends on its callees'), and at the end.
 2. Bodies to emit: the units whose objects are not in the cache (all of them
-   without the cache; none when the gate's library is there): their modules'
-   bodies, then the bodies of the functions their C copies in
+   without the cache; none when the gate's library is there; one that
+   another worker is compiling now is waited for, as the build would wait
+   for it, rather than checked for nothing): their modules' bodies, then the bodies of the functions their C copies in
    (ProgramFacts.is_copied, transitively) whose C this worker does not keep
    (copies.CopiedC, under the module's object key), until none is missing.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 from nxc.backend.base import NOTHING, BodyPlan, Needed
 from nxc.backend.c.closure import import_closure
 from nxc.backend.c.copies import copies_unknown
-from nxc.backend.c.objects import LinkedC, library_path, record_of, usable_object
+from nxc.backend.c.objects import LinkedC, awaited_object, library_path, record_of
 from nxc.backend.c.units import interface_text
 from nxc.cache import parts_digest, present, stamped
 from nxc.incremental.records import read_record, write_record
@@ -167,7 +168,7 @@ class LinkPlanner(BodyPlan):
         target, _ = library_path(key)
         if present(target) and stamped(target):
             return []
-        return [u for u in units if usable_object(u.key) is None]
+        return [u for u in units if awaited_object(u.key) is None]
 
     def _bodies_to_emit(self):
         linked = self.linked

@@ -739,3 +739,26 @@ def usable_object(key: str) -> str | None:
     """The path of object `key` if it is in the cache, whole and stamped (else None)."""
     target = os.path.join(objects_dir(), key + ".o")
     return target if _usable(target, key) else None
+
+
+def awaited_object(key: str) -> str | None:
+    """usable_object(key), once no other worker is compiling it: one that
+    holds its lock now (ensure_object) is waited for, as the build would wait
+    for it, so that a link planned now does not ask for the bodies of an
+    object another worker is about to publish (nxc/backend/c/needs.py)."""
+    found = usable_object(key)
+    if found is not None:
+        return found
+    try:
+        fd = os.open(os.path.join(objects_dir(), key + ".lock"), os.O_RDWR)
+    except OSError:
+        return None                 # never locked: nobody is compiling it
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None             # nobody holds it: it is not being compiled
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_EX)      # being compiled: wait for it
+    finally:
+        os.close(fd)                # releases the lock
+    return usable_object(key)
