@@ -172,3 +172,12 @@ def test_an_object_that_leaves_the_cache_after_planning_is_planned_again(tree, m
     assert r.passed, r.report
     assert [os.path.basename(p) for p in r.recompiled] == ["leaf.nx"]
     assert sorted(os.path.basename(p) for p in r.checked_bodies) == ["leaf.nx", "top.nx"]
+
+
+def test_bottom_cycle_finds_the_cycle_that_waits_for_nothing_else():
+    from nxc.incremental.index import bottom_cycle
+    # a <-> b import each other and wait for nothing else; c imports both; d waits on c
+    imported = {"a": {"b", "z"}, "b": {"a", "z"}, "c": {"a", "b", "z"}, "d": {"c", "a", "b", "z"}}
+    assert bottom_cycle(["d", "c", "a", "b"], imported, {"z"}) == ["a", "b"]
+    with pytest.raises(RuntimeError):
+        bottom_cycle(["c"], {"c": {"q"}, "q": set()}, set())       # q waits for nothing: not a cycle

@@ -41,6 +41,7 @@ from nxc.backend.c.copies import copies_unknown
 from nxc.backend.c.objects import LinkedC, awaited_object, library_path, record_of
 from nxc.backend.c.units import interface_text
 from nxc.cache import parts_digest, present, stamped
+from nxc.incremental.index import bottom_cycle
 from nxc.incremental.records import read_record, write_record
 
 
@@ -145,17 +146,11 @@ class LinkPlanner(BodyPlan):
             yield Needed(records=records)
 
     def _bottom_cycle(self, waiting: list) -> list:
-        """Of modules that all wait for an import's interface digest, those of a
-        cycle of imports that waits for nothing outside itself (one exists: the
-        waiting modules' imports form a graph whose bottom component is that)."""
-        known = self.linked.interfaces
-        reach = {m.source.path: {d.source.path for d in self.linked.closure_of(m)[:-1]} for m in waiting}
-        for m in waiting:
-            p = m.source.path
-            unknown = {d for d in reach[p] if d not in known}
-            if all(p in reach.get(d, ()) for d in unknown):     # each one it waits for waits for it
-                return [w for w in waiting if w.source.path in unknown or w.source.path == p]
-        raise RuntimeError("import closures out of order")      # cannot happen: the closures are transitive
+        """The modules of `waiting` that form a cycle of imports waiting for nothing
+        outside itself (nxc/incremental/index.py, bottom_cycle)."""
+        imported = {m.source.path: {d.source.path for d in self.linked.closure_of(m)[:-1]} for m in waiting}
+        cycle = set(bottom_cycle([m.source.path for m in waiting], imported, self.linked.interfaces))
+        return [m for m in waiting if m.source.path in cycle]
 
     def _to_emit(self) -> list:
         """The units whose C the build will emit: those whose objects are not
