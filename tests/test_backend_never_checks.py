@@ -181,3 +181,19 @@ def test_bottom_cycle_finds_the_cycle_that_waits_for_nothing_else():
     assert bottom_cycle(["d", "c", "a", "b"], imported, {"z"}) == ["a", "b"]
     with pytest.raises(RuntimeError):
         bottom_cycle(["c"], {"c": {"q"}, "q": set()}, set())       # q waits for nothing: not a cycle
+
+
+def test_an_unchecked_crash_in_an_import_is_located_by_a_checked_build_planned_the_same_way(tree):
+    """--unchecked: the crash is in an imported module whose bodies the worker
+    did not check (its verdict and record stand); the checked build that says
+    where is another link, whose bodies the worker checks as that link asks."""
+    (tree / "poke.nx").write_text("func poke(x: i64) -> i64 {\n    let p: *i64 = 0 as *i64\n    if x > 100 { return 0 }\n"
+                                  "    p[0] = x\n    return 0\n}\n")
+    (tree / "crash.nx").write_text('import "poke.nx"\nfunc main() -> i64 {\n    return poke(1)\n}\n')
+    (tree / "other.nx").write_text('import "poke.nx"\nfunc main() -> i64 {\n    return 0\n}\n')
+    assert gate(str(tree / "other.nx"), checked=False).passed        # poke.nx: verdict, records, object
+    r = gate(str(tree / "crash.nx"), checked=False)
+    assert [os.path.basename(p) for p in r.checked_bodies] == ["crash.nx"]
+    assert r.status.name == "CRASH", r.report
+    assert "the checked build (run again to locate the crash) stopped at:" in r.report
+    assert "poke.nx:4:5: runtime error: write of i64 through a null pointer" in r.report, r.report
