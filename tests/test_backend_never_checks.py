@@ -197,3 +197,16 @@ def test_an_unchecked_crash_in_an_import_is_located_by_a_checked_build_planned_t
     assert r.status.name == "CRASH", r.report
     assert "the checked build (run again to locate the crash) stopped at:" in r.report
     assert "poke.nx:4:5: runtime error: write of i64 through a null pointer" in r.report, r.report
+
+
+def test_the_default_body_plan_asks_for_every_unchecked_module_at_once(tree):
+    """A backend that emits whole programs (the default BodyPlan): every module
+    with a body the program did not check, in one question; then nothing."""
+    from nxc.backend.base import BodyPlan
+    top = str(tree / "top.nx")
+    assert gate(top).passed
+    found = summary.check_gate(top, [], Diagnostics(warnings=True))
+    asking = BodyPlan(backend=None)
+    need = asking.needed(found.bodies.program)
+    assert need.modules == {str(tree / "leaf.nx"), str(tree / "mid.nx")} and not need.functions
+    assert not asking.needed(found.bodies.meet(need))
