@@ -9,10 +9,10 @@ runs units in worker processes (nxc/gates/pool.py); the pytest plugin calls
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
-import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
