@@ -20,7 +20,7 @@ import textwrap
 import weakref
 
 from nxc.backend.c import copies as emit
-from nxc.backend.c.objects import LinkedC
+from nxc.backend.c.needs import LinkPlanner
 from nxc.check.summary import check_gate
 from nxc.diagnostics import Diagnostics
 from nxc.gates.collect import Item, Unit
@@ -38,7 +38,12 @@ def _emit_root(path: str):
     """(C text, sites) of the root's unit as a gate's worker emits it, and the LinkedC."""
     found = check_gate(path, [], Diagnostics(warnings=True))
     assert found is not None
-    linked = LinkedC(found.program, checked=True)
+    # as the worker does (nxc/gates/execute.py, final_program), emitting the root's unit
+    program = found.bodies.program
+    planner = LinkPlanner(None, program, checked=True, opt="2", use_cache=True, emit={os.path.realpath(path)})
+    while need := planner.needed(program):
+        program = found.bodies.meet(need)
+    linked = planner.emitted(program)
     [unit] = [u for u in linked.units if u.module.source.path == os.path.realpath(path)]
     c = linked.emit_unit(unit)
     return (c.text, [(s.path, s.line, s.col, s.what, s.kind, s.function) for s in c.sites]), linked

@@ -1,6 +1,8 @@
 """Stages stay in their room: no module imports a stage that comes after its
 own in docs/architecture.md's stage order (the list between the
-`<!-- stage-order -->` marks), imports inside functions included."""
+`<!-- stage-order -->` marks), imports inside functions included; and no
+backend imports the checker (issue 33: the program is final before a
+backend runs; tests/test_backend_never_checks.py checks that at run time)."""
 from __future__ import annotations
 
 import ast
@@ -113,3 +115,42 @@ def test_the_check_sees_a_late_import(tmp_path):
     (tmp_path / "check" / "x.py").write_text("def f():\n    from nxc.gates.run import execute\n")
     order = stage_order("<!-- stage-order -->\n- check: `check/`\n- gates: `gates/`\n<!-- /stage-order -->")
     assert imports_against(order, str(tmp_path)) == ({("check/x.py", "gates/run.py")}, [])
+
+
+# ---- no backend imports the checker ----
+# What of nxc/check/ a backend may read: the checked program's data (its
+# functions and side tables, types, the extern table), never the checker.
+CHECK_DATA = {"nxc.check.program", "nxc.check.types", "nxc.check.externs"}
+
+
+def checker_imports(root: str = os.path.join(NXC, "backend")) -> list[tuple[str, str]]:
+    """(file, module) of every import of the checker under `root`."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in (n for n in files if n.endswith(".py")):
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    mods = ([node.module] if node.module != "nxc.check" else
+                            [f"nxc.check.{a.name}" for a in node.names])
+                else:
+                    continue
+                for mod in mods:
+                    if (mod == "nxc.check" or mod.startswith("nxc.check.")) and mod not in CHECK_DATA:
+                        found.append((os.path.relpath(path, root), mod))
+    return found
+
+
+def test_no_backend_module_imports_the_checker():
+    assert checker_imports() == []
+
+
+def test_the_import_check_sees_a_checker_import(tmp_path):
+    (tmp_path / "x.py").write_text("def f():\n    from nxc.check.summary import check_gate\n"
+                                   "from nxc.check import frontend\nfrom nxc.check.types import I64\n")
+    assert sorted(m for _, m in checker_imports(str(tmp_path))) == ["nxc.check.frontend", "nxc.check.summary"]

@@ -219,10 +219,10 @@ def test_check_gate_reports_what_check_file_reports_and_checks_only_the_root_onc
     assert len(expected) == 2
     first = check_gate(str(tree / "top.nx"), None, Diagnostics(warnings=True))
     assert first.warnings == expected
-    assert {os.path.basename(p) for p in first.program.bodies.checked_order} == set(FILES)
+    assert {os.path.basename(p) for p in first.bodies.checked_order} == set(FILES)
     again = check_gate(str(tree / "top.nx"), None, Diagnostics(warnings=True))
     assert again.warnings == expected                           # side.nx's from its verdict
-    assert [os.path.basename(p) for p in again.program.bodies.checked_order] == ["top.nx"]
+    assert [os.path.basename(p) for p in again.bodies.checked_order] == ["top.nx"]
     names = {fn.decl.name for fn in again.program.functions}
     assert names == {"leaf", "boxed", "side", "main"}             # every function, bodies checked or not
     assert again.program.recorded.unchecked == {"leaf", "boxed", "side"}

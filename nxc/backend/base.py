@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import abc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from nxc.diagnostics import display_path
+from nxc.diagnostics import ToolError, display_path
 from nxc.gates.protocol import Outcome, Site, Status
+from nxc.lower.effects import recorded
 
 
 class NxRuntimeError(RuntimeError):
@@ -95,6 +96,58 @@ class Loaded(abc.ABC):
         """A numpy copy of `count` elements of `dtype` at `address`."""
 
 
+@dataclass(frozen=True)
+class Needed:
+    """What a backend asks of the caller before it can emit a partial program
+    (a gate's worker checks only some bodies: nxc/check/summary.py,
+    check_gate): the records to give the program (real path -> the record
+    kept under the module's key, nxc/incremental/records.py: the effects of
+    bodies not checked), the modules whose every body to check, the functions
+    (of the program) whose bodies to check. Empty: nothing; the program is
+    final for this backend."""
+    modules: frozenset = frozenset()
+    functions: tuple = ()
+    records: dict = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.modules or self.functions or self.records)
+
+
+NOTHING = Needed()
+
+
+class BodiesNeeded(ToolError):
+    """A build found it must emit a body the program it was given does not
+    hold checked (an object the planner found in the cache left it before the
+    build: pruned by another run). The caller plans the bodies again."""
+
+
+class BodyPlan:
+    """The bodies a backend needs checked, asked before it emits anything
+    (docs/runner.md, "The program is final before the backend runs"): the
+    caller, which may call both the checker and the backend (the gate
+    worker, nxc/gates/execute.py), asks `needed(program)`, does what it says
+    (a new program), and asks again with that, until nothing is asked; then
+    `emitted(program)` is the backend's emitted code of that final program.
+    This default is that of a backend that emits the whole program: every
+    module with a body not checked, at once."""
+
+    def __init__(self, backend: "Backend"):
+        self.backend = backend
+
+    def needed(self, program) -> Needed:
+        rec = recorded(program)
+        if rec is None or not rec.unchecked:
+            return NOTHING
+        return Needed(modules=frozenset(fn.module.source.path for fn in program.functions
+                                        if fn.decl.name in rec.unchecked))
+
+    def emitted(self, program):
+        if self.needed(program):
+            raise RuntimeError("emitted before the program holds every body it needs (a bug in nxc)")
+        return self.backend.emit(program)
+
+
 @dataclass
 class Prepared:
     """What `Backend.prepare` made, and how long each step took."""
@@ -111,7 +164,14 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def emit(self, program):
-        """The program's code for this target."""
+        """The program's code for this target (a final program: every body it
+        emits checked; a partial one goes through `plan_bodies` first)."""
+
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True) -> BodyPlan:
+        """What this backend needs checked of `program` before it emits it, as a
+        `BodyPlan` the caller asks until it needs nothing (the backend never
+        calls the checker itself)."""
+        return BodyPlan(self)
 
     @abc.abstractmethod
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):

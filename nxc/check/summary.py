@@ -30,8 +30,10 @@ returns a Program with just its functions (for an emitter of that one
 module); `check_incremental` is `nxc check`'s front end; `check_gate` is
 that of a gate's worker in `nxc test` (C backend): the root's bodies are
 always checked, and the Program is a PartialProgram whose unchecked bodies'
-effects come from the records kept with their objects (nxc/backend/c/
-objects.py, LinkedC), which checks more bodies only where it must emit them.
+effects come from the records kept with their objects; the worker checks
+more bodies (`Bodies`) where the backend says it must emit them
+(nxc/backend/base.py, plan_bodies), before the backend emits anything: the
+backend never calls the checker.
 """
 from __future__ import annotations
 
@@ -177,6 +179,7 @@ class Checked:
     checked: list[str] = field(default_factory=list)    # modules whose bodies were checked now
     reused: list[str] = field(default_factory=list)     # modules taken from a clean verdict
     interfaces: dict[str, str] = field(default_factory=dict)   # module -> interface digest
+    bodies: "Bodies | None" = None      # check_gate: the bodies checked so far, and more on demand
 
 
 @deep
@@ -293,11 +296,13 @@ class PartialProgram(Program):
     some of whose bodies were checked (`bodies.checked`): what the others'
     callers need of them (effects, whether importers copy them) is in
     `recorded`, from the records kept with their modules' objects
-    (nxc/backend/c/objects.py). Only the C backend's separate compilation
-    reads one (LinkedC); it checks more bodies through `bodies` when it has
-    to emit them."""
+    (nxc/incremental/records.py), and `checked_modules` names the modules
+    whose every body it checked. It is data only: the gate worker that made
+    it checks more bodies through `Bodies`, where the backend asks
+    (nxc/backend/base.py, BodyPlan), and gets a new PartialProgram each time;
+    the backend reads one, never checks one."""
     recorded: Recorded | None = None
-    bodies: "Bodies | None" = None
+    checked_modules: frozenset = frozenset()
 
 
 class Bodies:
@@ -313,7 +318,7 @@ class Bodies:
         self.checked = set(front.todo)
         self.checked_order = [p for p in order if p in front.todo]   # for NXC_DEBUG_STATS
         self.done = {id(fn) for fn in front.funcs if fn.module.source.path in self.checked}
-        self.records: dict[str, dict] = {}      # module path -> its record (objects.py), unchecked modules
+        self.records: dict[str, dict] = {}      # module path -> its record (records.py), unchecked modules
         self._program: PartialProgram | None = None
 
     @property
@@ -355,9 +360,23 @@ class Bodies:
         self._program = None
         return True
 
-    def note_record(self, path: str, record: dict) -> None:
-        self.records[path] = record
+    def note_records(self, records: dict) -> bool:
+        """Take the records {module path: record} a backend read for modules
+        whose bodies are not checked here (their effects); whether any was new."""
+        new = {p: r for p, r in records.items() if self.records.get(p) != r}
+        if not new:
+            return False
+        self.records.update(new)
         self._program = None
+        return True
+
+    def meet(self, needed) -> "PartialProgram":
+        """The program after doing what a backend asked (nxc/backend/base.py,
+        Needed: records to take, modules and functions to check)."""
+        self.note_records(needed.records)
+        self.check(needed.modules)
+        self.check_functions(needed.functions)
+        return self.program
 
     def _view(self) -> "PartialProgram":
         unchecked = [fn.decl.name for fn in self.functions if id(fn) not in self.done]
@@ -367,7 +386,7 @@ class Bodies:
                             pick("copied"))
         base = {f.name: getattr(self.base, f.name) for f in fields(Program)}
         base["functions"] = list(self.functions)
-        return PartialProgram(**base, recorded=recorded, bodies=self)
+        return PartialProgram(**base, recorded=recorded, checked_modules=frozenset(self.checked))
 
 
 @deep
@@ -376,8 +395,9 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     C backend: declarations of the whole closure, the bodies of the root and
     of every module without a clean verdict (errors and warnings exactly as
     check_file reports them, warnings of the others from their verdicts).
-    The Program is a PartialProgram: LinkedC checks the bodies of a module
-    without a record, or whose object it must emit, when it gets there.
+    The Program is a PartialProgram, and `bodies` checks more of it: the
+    caller checks the bodies of a module without a record, or whose object
+    must be emitted, as the backend asks (Bodies.meet), before it emits.
     Raises CompileError. None when this cannot stand for check_file (a
     module's bodies used a name from outside its own closure, so more than its
     closure decides its C; too deeply nested): the caller checks the whole
@@ -393,7 +413,7 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     bodies = Bodies(f)
     order = [m.source.path for m in f.graph.modules]
     return Checked(bodies.program, f.warnings, list(bodies.checked_order),
-                   [p for p in order if p not in f.todo], f.digests)
+                   [p for p in order if p not in f.todo], f.digests, bodies)
 
 
 def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:

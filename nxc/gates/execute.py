@@ -9,10 +9,12 @@ runs units in worker processes (nxc/gates/pool.py); the pytest plugin calls
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import traceback
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from nxc.diagnostics import ToolError, display_path
 from nxc.gates import report
@@ -114,6 +116,7 @@ def py_backend_available() -> bool:
 
 def run_unit(unit: Unit, options: Options) -> list[Result]:
     """Check, build and run one module on each of its items' backends."""
+    from nxc.backend.base import BodiesNeeded
     from nxc.diagnostics import CompileError
 
     start = time.perf_counter()
@@ -122,7 +125,8 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         return Result(item.id, item.display, item.kind, item.backend, status, **kw)
 
     try:
-        program, warnings, diags = check_unit(unit, options)
+        unit_check = check_unit(unit, options)
+        program, warnings, diags = unit_check.program, unit_check.warnings, unit_check.diags
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
@@ -148,10 +152,16 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         t0 = time.perf_counter()
         r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
         try:
-            if kind != "gate":
-                compile_library(program, item.backend, options, r)
-            else:
-                gate_result(program, item.backend, options, r)
+            try:
+                build_item(unit_check, kind, item.backend, options, r)
+            except BodiesNeeded:
+                # An object the backend found in the cache when it said what it
+                # needed left it before the build (pruned by another run): it
+                # says again, now without it, once.
+                unit_check.replan()
+                program = unit_check.program
+                r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
+                build_item(unit_check, kind, item.backend, options, r)
         except CompileError as exc:         # a backend's own limit (the Python backend's nesting)
             r = compile_error_result(result(item, Status.COMPILE_ERROR), exc.diagnostics, front_end)
         except Exception as exc:  # noqa: BLE001
@@ -161,9 +171,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         results.append(r)
     if results:
         results[0].warnings = warnings      # the module's, shown once
-        bodies = getattr(program, "bodies", None)
-        results[0].checked_bodies = [display_path(p) for p in
-                                     (bodies.checked_order if bodies is not None else modules)]
+        results[0].checked_bodies = [display_path(p) for p in unit_check.checked_order]
     note_disagreement(results)
     if options.record_results:
         from nxc.incremental.keys import source_digest
@@ -172,15 +180,45 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     return results
 
 
-def check_unit(unit: Unit, options: Options) -> tuple:
-    """(program, its rendered warnings, the Diagnostics) of `unit`'s module. A
-    C-only run checks the bodies of the root and of the modules without a
-    clean verdict (nxc/check/summary.py, check_gate), and the C backend those
-    of the modules it must emit, or whose record is missing (objects.LinkedC):
-    the per-gate work is the root's own code, not its closure's bodies. The
-    Python backend runs the whole program, and -W error words each warning of
-    the closure from its diagnostic: both take the whole check (check_file),
-    as does a closure check_gate cannot stand for. Raises CompileError."""
+@dataclass
+class UnitCheck:
+    """What checking a unit gave its builds."""
+    program: object                     # final: every body a backend emits is checked
+    warnings: list                      # rendered
+    diags: object                       # the Diagnostics
+    checked_order: list                 # the modules whose bodies were checked (NXC_DEBUG_STATS)
+    emitted: object = None              # C only: the C backend's emitted code of `program`
+    # C only: the checked build's emitted code, planned when an unchecked one
+    # crashed (nxc/gates/run.py, locate_crash), its bodies asked for the same way
+    checked_again: Callable | None = None
+    found: object = None                # C only: the partial check (check_gate) it was made final from
+    options: object = None
+
+    def replan(self) -> None:
+        """Ask the C backend again what it needs, from the program as checked now
+        (a build found an object missing that it was told was cached)."""
+        if self.found is None:
+            raise RuntimeError("only a C gate worker's program is planned (a bug in nxc)")
+        self.program, self.emitted = final_program(self.found, self.options)
+        self.checked_order = list(self.found.bodies.checked_order)
+
+
+def build_item(unit_check: "UnitCheck", kind: str, backend: str, options: Options, r: Result) -> None:
+    if kind != "gate":
+        compile_library(unit_check.program, backend, options, r, unit_check.emitted)
+    else:
+        gate_result(unit_check.program, backend, options, r, unit_check.emitted, unit_check.checked_again)
+
+
+def check_unit(unit: Unit, options: Options) -> UnitCheck:
+    """The check of `unit`'s module. A C-only run checks the bodies of the
+    root and of the modules without a clean verdict (nxc/check/summary.py,
+    check_gate), then those the C backend asks for (`final_program`): the
+    per-gate work is the root's own code, not its closure's bodies. The
+    Python backend runs the whole program, and -W error words each warning
+    of the closure from its diagnostic: both take the whole check
+    (check_file), as does a closure check_gate cannot stand for. Raises
+    CompileError."""
     from nxc.check.frontend import check_file
     from nxc.check.summary import check_gate
     from nxc.diagnostics import Diagnostics
@@ -189,10 +227,30 @@ def check_unit(unit: Unit, options: Options) -> tuple:
         diags = Diagnostics(warnings=True)
         found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32)
         if found is not None and not (found.warnings and options.warnings_as_errors):
-            return found.program, found.warnings, diags
+            program, emitted = final_program(found, options)
+            again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
+            return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
+                             found, options)
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
-    return program, [d.render() for d in diags.warnings], diags
+    return UnitCheck(program, [d.render() for d in diags.warnings], diags,
+                     [m.source.path for m in program.graph.modules])
+
+
+def final_program(found, options: Options) -> tuple:
+    """(the final program, the C backend's emitted code of it) of a gate
+    worker's partial check `found` (check_gate): the backend says which
+    records and bodies it needs before it can emit (Backend.plan_bodies),
+    they are given and checked here, and it is asked again with the new
+    program, until it needs nothing. The backend never calls the checker,
+    and the program it emits does not change under it."""
+    from nxc.backend.registry import backend_for
+    program = found.bodies.program
+    asking = backend_for("c", checked=options.checked).plan_bodies(program, opt=options.opt,
+                                                                    use_cache=options.use_cache)
+    while need := asking.needed(program):
+        program = found.bodies.meet(need)
+    return program, asking.emitted(program)
 
 
 def record_unit_passes(closure: dict[str, str], kind: str, warnings: list[str], results: list[Result],
@@ -221,17 +279,21 @@ def module_result(unit: Unit, status: Status) -> Result:
                   covers=len(unit.items))
 
 
-def prepared_or_cached(program, backend_name: str, kind: str, options: Options, r: Result):
-    """Emit the code, then either find a recorded pass of it (returns (None, None),
-    `r` marked cached) or hand back (emitted, result key) to build and run."""
+def prepared_or_cached(program, backend_name: str, kind: str, options: Options, r: Result, emitted=None):
+    """Emit the code (unless `emitted`: the C backend's, of a final program),
+    then either find a recorded pass of it (returns (None, None), `r` marked
+    cached) or hand back (emitted, result key) to build and run."""
     from nxc.backend.registry import backend_for
     from nxc.incremental import keys
     from nxc.incremental import results as results_cache
+    if backend_name != "c":
+        emitted = None
     if not (options.read_results or options.record_results):
-        return None, ""
+        return emitted, ""
     backend = backend_for(backend_name, checked=options.checked)
     t0 = time.perf_counter()
-    emitted = backend.emit(program)
+    if emitted is None:
+        emitted = backend.emit(program)
     key = keys.artefact_result_key(backend.artefact_key(emitted, purpose="gate", opt=options.opt),
                                          kind, options, backend_name)
     r.build_seconds = time.perf_counter() - t0
@@ -249,17 +311,20 @@ def record(key: str | None, options: Options, r: Result) -> None:
         results_cache.record_pass(key, r.inputs)
 
 
-def gate_result(program, backend: str, options: Options, r: Result) -> None:
-    """Run the gate on `backend`; fill `r` from its outcome."""
+def gate_result(program, backend: str, options: Options, r: Result, emitted=None, checked_again=None) -> None:
+    """Run the gate on `backend`; fill `r` from its outcome (emitted,
+    checked_again: the C backend's code of the final program and of its
+    checked build, from check_unit)."""
     from nxc.gates.run import run_gate
-    emitted, key = prepared_or_cached(program, backend, "gate", options, r)
+    emitted, key = prepared_or_cached(program, backend, "gate", options, r, emitted)
     if key is None:
         return
     emit_seconds = r.build_seconds
     started = time.time_ns()
     outcome = run_gate(program, backend, opt=options.opt, use_cache=options.use_cache, timeout=options.timeout,
                        emitted=emitted, checked=options.checked,
-                       capture=True, memory_limit=options.memory_limit)
+                       capture=True, memory_limit=options.memory_limit,
+                       checked_again=checked_again if backend == "c" else None)
     fill_result(outcome, program, options, r, key, emit_seconds, started)
 
 
@@ -324,14 +389,14 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
         r.report += "\n---- the gate's output (stdout and stderr) ----\n" + r.output.rstrip("\n")
 
 
-def compile_library(program, backend: str, options: Options, r: Result) -> None:
+def compile_library(program, backend: str, options: Options, r: Result, emitted=None) -> None:
     """A library module passes when its code generates and (for C) compiles."""
     from nxc.backend.registry import backend_for
     from nxc.incremental import inputs
-    emitted, key = prepared_or_cached(program, backend, "library", options, r)
+    emitted, key = prepared_or_cached(program, backend, "library", options, r, emitted)
     if key is None:
         return
-    prepared = backend_for(backend).prepare(program, purpose="gate", opt=options.opt,
+    prepared = backend_for(backend, checked=options.checked).prepare(program, purpose="gate", opt=options.opt,
                                             use_cache=options.use_cache, load=False, emitted=emitted)
     r.build_cached = prepared.build_cached
     r.recompiled = [display_path(p) for p in getattr(prepared.built, "recompiled", ())]

@@ -24,7 +24,8 @@ from nxc.gates.protocol import Outcome, Status
 
 def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True,
              timeout: float | None = 60.0, verbose: bool = False, emitted=None, checked: bool = True,
-             capture: bool = False, memory_limit: int | None = None, threads: int = 1) -> Outcome:
+             capture: bool = False, memory_limit: int | None = None, threads: int = 1,
+             checked_again=None) -> Outcome:
     """The outcome of the program's gate on one backend.
 
     emitted: code emitted already (for a test of an emitter variant).
@@ -33,7 +34,9 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     with that run's finding in `detail` and its `stack`).
     capture: keep the gate's stdout/stderr in `Outcome.output` (nxc test).
     memory_limit: bytes of resident memory before it is stopped (MEMORY-LIMIT).
-    threads: how many threads sys_parallel_for may use (never changes a result)."""
+    threads: how many threads sys_parallel_for may use (never changes a result).
+    checked_again: () -> (program, emitted) of the checked build of a gate
+    worker's partial program (nxc/gates/execute.py, check_unit), if it crashes."""
     prepared = backend_for(backend, checked=checked).prepare(program, purpose="gate", opt=opt,
                                                              use_cache=use_cache, emitted=emitted)
     if verbose and prepared.build_cached is not None:
@@ -59,7 +62,9 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     elif ended.kind == "crash":
         outcome = Outcome(Status.CRASH, message=ended.message, stack=stack_after_death())
         if backend == "c" and not checked:
-            outcome = locate_crash(program, outcome, opt, use_cache, timeout)
+            # a gate worker's partial program: its checked link asks for bodies of its own
+            outcome = locate_crash(program, outcome, opt, use_cache, timeout,
+                                   None if checked_again is None else checked_again())
     else:       # run_gate raised: nx code cannot make it, so nxc failed; reported as before
         outcome = Outcome(Status.RUNTIME_ERROR, message=ended.message)
     loaded.stack_after_death()          # the shared page, if still open, is closed
@@ -109,9 +114,15 @@ def run_job_in_host(job, timeout, capture: bool, memory_limit, interrupt: bool =
     return ended, host.page
 
 
-def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None) -> Outcome:
-    """An unchecked build crashed: run the gate again checked, and say what that run found."""
-    again = run_gate(program, "c", opt, use_cache, timeout, checked=True)
+def locate_crash(program, outcome: Outcome, opt: str, use_cache: bool, timeout: float | None,
+                 checked=None) -> Outcome:
+    """An unchecked build crashed: run the gate again checked (`checked`: the
+    final program and the emitted code of that build, when a gate worker
+    planned them), and say what that run found."""
+    emitted = None
+    if checked is not None:
+        program, emitted = checked
+    again = run_gate(program, "c", opt, use_cache, timeout, checked=True, emitted=emitted)
     prefix = "the checked build (run again to locate the crash)"
     if again.status == Status.RUNTIME_ERROR:
         return dataclasses.replace(outcome, detail=f"{prefix} stopped at:\n{again.message}", stack=again.stack,

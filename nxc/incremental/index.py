@@ -259,6 +259,20 @@ def merged_orders(orders: list[list], key=lambda item: item) -> list:
     return out
 
 
+def bottom_cycle(waiting: list[str], imported: dict[str, set[str]], known) -> list[str]:
+    """Of modules that all wait for an import's interface digest (`waiting`,
+    real paths; imported: each one's import closure without itself; known:
+    the modules whose digests are known), those of a cycle of imports that
+    waits for nothing outside itself, in `waiting`'s order. One exists: the
+    waiting modules' imports form a graph whose bottom component is that (a
+    key is computed bottom-up, and a cycle's members each need the others')."""
+    for p in waiting:
+        unknown = {d for d in imported[p] if d not in known}
+        if all(p in imported.get(d, ()) for d in unknown):     # each one it waits for waits for it
+            return [w for w in waiting if w in unknown or w == p]
+    raise RuntimeError("import closures out of order")      # cannot happen: the closures are transitive
+
+
 def _read_text(path: str) -> str | None:
     try:
         with open(path, "rb") as f:

@@ -5,7 +5,7 @@ instead of being worked out again.
   nxc/incremental/keys.py object_key): what importers need of a module whose
   bodies a gate's worker does not check (its interface digest, its functions'
   effects, which of them importers copy). Written whenever the module's bodies
-  are checked under that key (nxc/backend/c/objects.py, record_of), valid
+  are checked under that key (nxc/backend/c/needs.py, with objects.record_of), valid
   whether or not its object is built.
 - Gate records (`read_gate_record`/`write_gate_record`, under the root's
   object key): which modules a gate's link takes, in order, whether the root
@@ -95,7 +95,7 @@ def _pruned_records() -> None:
 class Recorded:
     """The effects of the functions whose bodies a program did not check
     (issue 21: a gate's worker checks the bodies of its root module and of
-    the modules without a record, nxc/backend/c/objects.py; every other
+    the modules without a record, as nxc/backend/c/needs.py asks; every other
     module's effects come from the record kept with its object, computed when
     its bodies were checked against the same interfaces). Names only: the
     namespace is one over the import graph."""

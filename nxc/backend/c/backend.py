@@ -53,6 +53,12 @@ class CBackend(base.Backend):
         # the whole program as one file (LinkedC.whole).
         return LinkedC(program, checked=self.checked)
 
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True):
+        # A gate worker's partial program: the link asks for the records and
+        # bodies it needs (nxc/backend/c/needs.py); a whole one needs nothing.
+        from nxc.backend.c.needs import LinkPlanner
+        return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache)
+
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         if isinstance(emitted, LinkedC):
             if purpose == "gate":

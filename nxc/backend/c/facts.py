@@ -12,9 +12,9 @@ checks are hoisted (hoist.py), the float32 locals kept as C floats
 A `ProgramFacts` lives as long as the one program it describes, and owns
 every answer computed about it: the effects, the functions by name, which
 functions importers copy, the copies found for its units (copies.py). None
-of it is a module global keyed on the program: a gate's worker that checks
-more bodies gets a new program, and with it a new ProgramFacts
-(objects.py, LinkedC). Only the kept C of copied helpers outlives a
+of it is a module global keyed on the program: while a gate's link asks
+its worker for more bodies (needs.py, LinkPlanner), each new program gets a
+new ProgramFacts; the one it emits from is final. Only the kept C of copied helpers outlives a
 program (copies.COPIED, keyed on what decides that C, not on a program).
 """
 from __future__ import annotations

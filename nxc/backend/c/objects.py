@@ -50,18 +50,19 @@ from functools import lru_cache
 from nxc.backend.c import build as c_build
 from nxc.backend.c import toolchain
 from nxc.backend.c.closure import import_closure
-from nxc.backend.c.copies import copies_unknown
 from nxc.backend.c.facts import ProgramFacts
 from nxc.backend.c.names import module_c_id, module_c_id_of
 from nxc.backend.c.sites import Site, SiteTable
-from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, emit_module, emit_whole, interface_text
+from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, UnknownCopies, emit_module, emit_whole, interface_text
+from nxc.backend.base import BodiesNeeded
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
-from nxc.incremental.records import RECORD_LISTS, read_record, write_gate_record, write_record
+from nxc.incremental.records import RECORD_LISTS, write_gate_record
 from nxc.cache import (cache_dir, parts_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
                        mark_used, present, read_sealed_json, stamped, write_atomically, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
+from nxc.lower.effects import recorded
 from nxc.lower.plan import plan_program
 from nxc.paths import runtime_dir
 from nxc.syntax import ast
@@ -129,16 +130,21 @@ class Binding:
 class LinkedC(CapturesMixin):
     """What a gate links, computed from the checked program without emitting
     any module's C: each module's key, the binding (site bases, the gate),
-    the link's key. `whole()` is the single-file program (the Python API)."""
+    the link's key. `whole()` is the single-file program (the Python API).
+
+    The program is final once anything is emitted: a partial program (a gate
+    worker's, nxc/check/summary.py) is first taken through LinkPlanner
+    (nxc/backend/c/needs.py), which asks the worker for the bodies and
+    records it needs and hands each new program in (`advance`) until it
+    needs nothing; from the first emitted unit on, `advance` refuses."""
 
     def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
         """closure_digest(linked, closure) -> str: the digest of what a module's
         C takes from its imports (closure: its import closure, itself last).
         Default: `closure_interface_digest` (their interfaces: interface_text of
-        the modules checked here, the records' digests for the others, see
-        `_interfaces_from_records`); `closure_source_digest` is the
-        conservative alternative."""
-        self.program = program
+        the modules checked here, the records' digests for the others, found
+        by LinkPlanner); `closure_source_digest` is the conservative alternative."""
+        self._program = program
         self.closure_digest = closure_digest or LinkedC.closure_interface_digest
         self.checked = checked
         self.unbox_f32 = unbox_f32
@@ -149,29 +155,42 @@ class LinkedC(CapturesMixin):
         self._facts = None
         self._planned = None
         self._sites = None
-        self._interfaces: dict[str, str] = {}
+        self.interfaces: dict[str, str] = {}        # module path -> its interface digest
         # A gate's worker checks only some bodies (nxc/check/summary.py,
-        # check_gate): the interface digests of the others come from records
-        # (`read_record`), and their bodies are checked here when their C
-        # must be emitted after all.
-        self.bodies = getattr(program, "bodies", None)
-        self._closures: dict[str, list] = {}        # module path -> its import closure
+        # check_gate): the interface digests of the others come from records,
+        # found by LinkPlanner before any key is asked for (`walked`).
+        self.partial = recorded(program) is not None
+        self.walked = not self.partial
+        self.emitting = False                       # a unit was emitted: the program is final
+        self.closures: dict[str, list] = {}         # module path -> its import closure
         self.keys: dict[str, str] = {}              # module path -> its object key (this configuration)
+
+    @property
+    def program(self):
+        return self._program
+
+    def advance(self, program) -> None:
+        """Take `program`, the same one with more bodies checked or records given
+        (LinkPlanner only, before anything is emitted: the backend never sees a
+        program change under its emitted C)."""
+        if self.emitting:
+            raise RuntimeError("the program changed after its C was emitted (a bug in nxc)")
+        self._program = program
 
     def facts(self, program=None) -> ProgramFacts:
         """The emitter's ProgramFacts of `program` (default: this link's): one
-        per program, the last kept (a gate's worker that checks more bodies
-        swaps in a new program, and its answers are computed again)."""
-        program = program if program is not None else self.program
+        per program, the last kept (while LinkPlanner asks for more bodies,
+        each new program's answers are computed again)."""
+        program = program if program is not None else self._program
         if self._facts is None or self._facts.program is not program:
             self._facts = ProgramFacts(program, checked=self.checked, unbox_f32=self.unbox_f32)
         return self._facts
 
     # Each module's interface digest, computed once per program.
     def interface_digest(self, module) -> str:
-        d = self._interfaces.get(module.source.path)
+        d = self.interfaces.get(module.source.path)
         if d is None:
-            d = self._interfaces[module.source.path] = _digest(
+            d = self.interfaces[module.source.path] = _digest(
                 module.source.path, interface_text(self.facts(), module))
         return d
 
@@ -183,122 +202,31 @@ class LinkedC(CapturesMixin):
     def plan(self, opt: str | None = None):
         """(units, binding, runtime key, link key) for build configuration `opt`."""
         if opt is not None and opt != self.opt:
+            if self.partial:        # its keys came from records under LinkPlanner's configuration
+                raise RuntimeError(f"a partial program's link was planned at -O{self.opt}, not -O{opt} "
+                                   "(a bug in nxc)")
             self.opt, self._planned, self._sites = opt, None, None
             self.keys = {}                  # keys of the old configuration
         if self._planned is None:
+            if not self.walked:
+                raise RuntimeError("a partial program's link is planned by LinkPlanner first (a bug in nxc)")
             self._planned = self._plan()
         return self._planned
 
-    def _interfaces_from_records(self, config: str) -> None:
-        """Every module's interface digest, bottom-up, for a program only some of
-        whose bodies were checked: key(M) = object_key(M's source, the digests of
-        M's imports, config), and M's digest is that of its record under key(M)
-        (kept when M's bodies were last checked with that key: the same whether
-        or not M was checked here), or, for a module without a record (checked
-        now if it was not), interface_text's, which is then recorded. A module
-        whose imports' digests are not all known yet waits for the next round
-        (each round checks the modules found without a record, then computes
-        the digests of what it checked)."""
-        bodies = self.bodies
-        program = bodies.program
-        with_functions = {fn.module.source.path for fn in program.functions if fn is not program.entry}
-        closures = self._closures
-        pending = import_closure(program, program.graph.root)       # dependencies first
-        while pending:
-            ready, missing, later = [], [], []
-            for m in pending:
-                p = m.source.path
-                closure = closures.get(p) or closures.setdefault(p, import_closure(program, m))
-                if any(d.source.path not in self._interfaces for d in closure[:-1]):
-                    later.append(m)
-                    continue
-                # A module without functions has a record too (its interface
-                # only): a gate's link can then be planned from records alone
-                # (nxc/backend/c/recorded.py). A record is what checking the
-                # module under this key gives, so a module checked here (the
-                # root of every run of its gate) that has one takes its digest
-                # from it, without interface_text.
-                key = self._key_of(m, config)
-                record = read_record(key)
-                if record is not None:
-                    self._interfaces[p] = record["interface"]
-                    if p not in bodies.checked or p not in with_functions:
-                        bodies.note_record(p, record)
-                elif p in bodies.checked or p not in with_functions:
-                    ready.append((m, key))
-                else:
-                    missing.append((m, key))
-            cycle = self._bottom_cycle(later) if not (ready or missing) and later else []
-            if missing or cycle:
-                bodies.check([m.source.path for m, _ in missing]
-                             + [m.source.path for m in cycle if m.source.path in with_functions])
-            view = bodies.program
-            for m, key in ready + missing:
-                digest = self._interfaces[m.source.path] = _digest(
-                    m.source.path, interface_text(self.facts(view), m))
-                if key is not None:
-                    write_record(key, record_of(self.facts(view), m, digest))
-            if cycle:
-                # Modules that import each other: each one's key needs the
-                # others' interface digests, so none can be looked up in the
-                # records first. Their bodies are checked here, their digests
-                # taken from interface_text, then their keys computed (the
-                # key still covers every interface of the closure) and their
-                # records written for the gates that import the cycle.
-                for m in cycle:
-                    self._interfaces[m.source.path] = _digest(m.source.path, interface_text(self.facts(view), m))
-                for m in cycle:
-                    write_record(self._key_of(m, config),
-                                 record_of(self.facts(view), m, self._interfaces[m.source.path]))
-                later = [m for m in later if m.source.path not in self._interfaces]
-            pending = later
-        self.program = bodies.program
+    def config(self) -> str:
+        return build_config_text(self.checked, self.opt, self.unbox_f32)
 
-    def _bottom_cycle(self, waiting: list) -> list:
-        """Of modules that all wait for an import's interface digest, those of a
-        cycle of imports that waits for nothing outside itself (one exists: the
-        waiting modules' imports form a graph whose bottom component is that)."""
-        reach = {m.source.path: {d.source.path for d in self._closures[m.source.path][:-1]} for m in waiting}
-        for m in waiting:
-            p = m.source.path
-            unknown = {d for d in reach[p] if d not in self._interfaces}
-            if all(p in reach.get(d, ()) for d in unknown):     # each one it waits for waits for it
-                return [w for w in waiting if w.source.path in unknown or w.source.path == p]
-        raise RuntimeError("import closures out of order")      # cannot happen: the closures are transitive
-
-    def _check_copies(self, own: list, module=None) -> None:
-        """Before emitting `own` (functions of `module`, or its gate): check
-        `module`'s bodies and those of every function the C copies in
-        (facts.ProgramFacts.is_copied, transitively) whose C this worker
-        does not keep already (copies.CopiedC, under `_copy_key`), if not yet."""
-        bodies = self.bodies
-        if bodies is None:
-            return
-        if module is not None:
-            bodies.check([module.source.path])
-        while True:
-            program = bodies.program
-            need = copies_unknown(self.facts(program), own, self._copy_key)
-            # Only those: each is checked once per gate, its facts once per
-            # body (nxc/lower/effects.py, body_facts), so a new program costs
-            # its fixed points only, not a walk of every body again.
-            if not bodies.check_functions(need):
-                break
-        self.program = bodies.program
-
-    def _copy_key(self, fn):
+    def copy_key(self, fn):
         """What decides the C of copied function `fn` (copies.CopiedMemo): its
         module's object key, in a gate's worker (whose program checks only
         some bodies: a kept copy spares checking the helper's body and the
         program's effects again); None otherwise."""
-        return self.keys.get(fn.module.source.path) if self.bodies is not None else None
+        return self.keys.get(fn.module.source.path) if self.partial else None
 
     @deep       # interface_text walks the AST recursively
     def _plan(self):
-        config = build_config_text(self.checked, self.opt, self.unbox_f32)
-        if self.bodies is not None:
-            self._interfaces_from_records(config)
-        program = self.program
+        config = self.config()
+        program = self._program
         units = []
         # Each module's gate is in its own object: a module with only a main has one too.
         compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
@@ -307,27 +235,27 @@ class LinkedC(CapturesMixin):
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
-            units.append(ModuleUnit(module, self._closure_of(module), self._key_of(module, config)))
+            units.append(ModuleUnit(module, self.closure_of(module), self.key_of(module, config)))
         if len(units) > MAX_LINKED:
             raise c_build.BuildError(f"a gate links at most {MAX_LINKED} modules with functions "
                                      f"({len(units)} here)")
         root = program.graph.root
         binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)),
                           module_c_id(root) if _has_gate(root) else None)
-        self._key_of(root, config)       # the gate record's key (gate_record)
+        self.key_of(root, config)       # the gate record's key (gate_record)
         rt = runtime_key(self.checked, self.opt)
         return units, binding, rt, link_key([u.key for u in units], rt, binding.text, self.opt)
 
-    def _closure_of(self, module) -> list:
+    def closure_of(self, module) -> list:
         p = module.source.path
-        return self._closures.get(p) or self._closures.setdefault(p, import_closure(self.program, module))
+        return self.closures.get(p) or self.closures.setdefault(p, import_closure(self._program, module))
 
-    def _key_of(self, module, config: str) -> str:
+    def key_of(self, module, config: str) -> str:
         p = module.source.path
         key = self.keys.get(p)
         if key is None:
             key = self.keys[p] = object_key(module_source_digest(module),
-                                            self.closure_digest(self, self._closure_of(module)), config)
+                                            self.closure_digest(self, self.closure_of(module)), config)
         return key
 
     def gate_record(self) -> tuple[str, dict]:
@@ -340,11 +268,11 @@ class LinkedC(CapturesMixin):
         same for every gate of that key. The binding follows from the first
         two (`binding_of`)."""
         units, binding, _, _ = self.plan()
-        root = self.program.graph.root
+        root = self._program.graph.root
         return self.keys[root.source.path], {
             "units": [u.module.source.path for u in units],
             "gate": binding.root,
-            "modules": [m.source.path for m in self.program.graph.modules]}
+            "modules": [m.source.path for m in self._program.graph.modules]}
 
     @property
     def units(self) -> list["ModuleUnit"]:
@@ -374,21 +302,34 @@ class LinkedC(CapturesMixin):
             found = self.emit_unit(unit).sites
         return found
 
+    def unit_functions(self, unit: "ModuleUnit") -> list:
+        """What `unit`'s C is written from: its module's functions, then its
+        gate's main, if it has one (an imported module's gate is not one of
+        the program's functions)."""
+        program = self._program
+        own = [fn for fn in program.functions if fn.module is unit.module and fn is not program.entry]
+        gate = program.gates.get(unit.module.source.path)
+        return own + ([gate.fn] if gate is not None else [])
+
     def emit_unit(self, unit: "ModuleUnit") -> UnitC:
-        if self.bodies is not None:             # its bodies, its gate's (and its copies') checked first
-            self._check_copies([fn for fn in self.program.functions
-                                if fn.module is unit.module and fn is not self.program.entry], unit.module)
-            gate = self.program.gates.get(unit.module.source.path)
-            if gate is not None:
-                self._check_copies([gate.fn])
-        return emit_module(self.facts(), unit.module, unit.closure, self._copy_key)
+        """The C of `unit`, from the final program: its bodies were checked
+        before it was handed in (LinkPlanner), else BodiesNeeded."""
+        self.emitting = True
+        program = self._program
+        if self.partial and unit.module.source.path not in program.checked_modules:
+            raise BodiesNeeded(f"{unit.module.source.path}: its object is not in the cache and its bodies were "
+                               "not checked (it left the cache while the gate was planned)")
+        try:
+            return emit_module(self.facts(), unit.module, unit.closure, self.copy_key)
+        except UnknownCopies as exc:
+            raise BodiesNeeded(str(exc)) from None
 
     def whole(self):
         """The whole program as one C file (units.emit_whole): the Python API's build."""
         if self._whole is None:
-            if self.bodies is not None:         # every body, then
-                self.bodies.check(m.source.path for m in self.program.graph.modules)
-                self.program = self.bodies.program
+            self.emitting = True
+            if self.partial:
+                raise RuntimeError("a partial program cannot be emitted as one file (a bug in nxc)")
             self._whole = emit_whole(self.facts())
         return self._whole
 
@@ -798,3 +739,26 @@ def usable_object(key: str) -> str | None:
     """The path of object `key` if it is in the cache, whole and stamped (else None)."""
     target = os.path.join(objects_dir(), key + ".o")
     return target if _usable(target, key) else None
+
+
+def awaited_object(key: str) -> str | None:
+    """usable_object(key), once no other worker is compiling it: one that
+    holds its lock now (ensure_object) is waited for, as the build would wait
+    for it, so that a link planned now does not ask for the bodies of an
+    object another worker is about to publish (nxc/backend/c/needs.py)."""
+    found = usable_object(key)
+    if found is not None:
+        return found
+    try:
+        fd = os.open(os.path.join(objects_dir(), key + ".lock"), os.O_RDWR)
+    except OSError:
+        return None                 # never locked: nobody is compiling it
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return None             # nobody holds it: it is not being compiled
+        except BlockingIOError:
+            fcntl.flock(fd, fcntl.LOCK_EX)      # being compiled: wait for it
+    finally:
+        os.close(fd)                # releases the lock
+    return usable_object(key)

@@ -177,6 +177,11 @@ class UnitC:
     sites: list[Site]
 
 
+class UnknownCopies(RuntimeError):
+    """A unit copies in a function whose body its program did not check and
+    whose C is not kept (LinkPlanner asks for those bodies first: needs.py)."""
+
+
 def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Module], copy_key=None):
     """What a unit holding `own` declares around it: the small straight-line
     imported functions it copies (ProgramFacts.is_copied: like a C header's
@@ -197,8 +202,8 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     program = facts.program
     by_name = facts.by_name
     copies, called, unknown = walk_copies(facts, own, copy_key, write=True)
-    if unknown:         # the caller checks their bodies first (objects.py, LinkedC._check_copies)
-        raise RuntimeError(f"copied functions neither checked nor kept: {sorted(fn.decl.name for fn in unknown)}")
+    if unknown:         # the gate worker checks their bodies first, as LinkPlanner asks (needs.py)
+        raise UnknownCopies(f"copied functions neither checked nor kept: {sorted(fn.decl.name for fn in unknown)}")
     order = {m.source.path: k for k, m in enumerate(closure)}
     position = lambda pos: (order.get(pos.file.path, len(order)), pos.line, pos.col)   # noqa: E731
     copied = sorted(copies.values(), key=lambda c: position(c[0].decl.pos))
