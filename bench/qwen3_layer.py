@@ -18,8 +18,9 @@ F32 (converted on use) and as float32 bits in i64 words (converted on load).
 
 nx runs the unchecked C build (as bench/run_bench.py's kernel rows); --checked: the default
 build of nxc.load and the model loader (the packed linear kernel is ~3x slower there).
---threads N: nx's linear layers on N threads (default 1, as numpy); with N > 1 the nx times
-are wall seconds (CPU time would add the threads up), and the load average is printed with them.
+--threads N: nx's linear layers and attention (kv heads and query blocks) on N threads (default
+1, as numpy); with N > 1 the nx times are wall seconds (CPU time would add the threads up), and
+the load average is printed with them.
 
 Usage:  python bench/qwen3_layer.py [--model PATH] [--prompt 64] [--context 1024] [--repeat 1] [--checked]
                                     [--threads N]
@@ -110,7 +111,7 @@ def main(argv=None):
     ap.add_argument("--context", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--checked", action="store_true", help="the checked C build (default: unchecked, as the other benches)")
-    ap.add_argument("--threads", type=int, default=1, help="threads for nx's linear layers (default 1; > 1: wall time)")
+    ap.add_argument("--threads", type=int, default=1, help="threads for nx's linear layers and attention (default 1; > 1: wall time)")
     args = ap.parse_args(argv)
     nx_clock = time.process_time if args.threads == 1 else time.perf_counter
     os.environ.setdefault("NXC_CACHE_DIR", str(ROOT / ".nxc-cache"))

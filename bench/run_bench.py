@@ -188,14 +188,16 @@ def bench_gqa(sizes, repeats):
         out_c = np.zeros(n * hq * d, np.int64)
         p = lambda a: ffi.cast("int64_t *", a.ctypes.data)  # noqa: E731
         reps = max(1, repeats if n <= 128 else repeats // 2)
-        t_nx, t_c, t_np = paired_medians(
+        t_nx, t_c, t_np, t_re = paired_medians(
             [lambda: nx.nx_f32_gqa_attention(qb, kb, vb, n, hq, hkv, d, sbits, out_nx),
              lambda: lib.hand_gqa_attention(p(qb), p(kb), p(vb), n, hq, hkv, d, sbits, p(out_c)),
-             lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale)], max(3, reps))
+             lambda: numpy_gqa(Q, K, V, n, hq, hkv, d, scale),
+             NumpyGqaInPlace(Q, K, V, n, hq, hkv, d, scale)], max(3, reps))
         same = np.array_equal(out_nx, out_c)
         row("gqa", f"n={n}: nx C (unchecked) / hand C / numpy",
             f"{ms(t_nx)} / {ms(t_c)} / {ms(t_np)}   nx/hand = {t_nx / t_c:.3f}"
             f"{'' if same else '  (OUTPUTS DIFFER)'}")
+        row("gqa", f"n={n}: nx C / numpy with its buffers reused", f"{ms(t_nx)} / {ms(t_re)}   ratio = {t_nx / t_re:.2f}")
         if prev is not None:
             row("gqa", f"n={n}: growth vs n={prev[0]} (nx C; 4.0 = quadratic)", f"{t_nx / prev[1]:.2f}x")
         prev = (n, t_nx)
@@ -395,6 +397,7 @@ def bench_linear_quant(shapes, tokens, repeats, bw):
 PAGED_DRIVER = '''
 import "nx_f32_attn_paged.nx"
 import "nx_f32_attn_with_cache.nx"
+import "nx_f32_attn_rows.nx"
 '''
 
 
@@ -428,15 +431,20 @@ def bench_paged(contexts, repeats):
         m.nx_pkv_ensure_append(seq, 1)
         out_c = np.zeros(hq * d, np.int64)
         out_p = np.zeros(hq * d, np.int64)
+        out_r = np.zeros(hq * d, np.int64)
         # Each call appends this step's row at position L (not advanced), so
-        # every repeat does the same work.
-        t_c, t_p = paired_medians(
+        # every repeat does the same work. The third: the model's decode attention
+        # (nx_f32_attn_rows_paged: the rows read in their blocks, no gather), one thread.
+        t_c, t_p, t_r = paired_medians(
             [lambda: m.nx_f32_attn_with_cache(q, k1, v1, 1, hq, hkv, d, cache, 0, 1, sbits, out_c),
-             lambda: m.nx_f32_attn_with_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_p)], repeats,
+             lambda: m.nx_f32_attn_with_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_p),
+             lambda: m.nx_f32_attn_rows_paged(q, k1, v1, 1, hq, hkv, d, seq, 0, 1, sbits, out_r)], repeats,
             clock=time.process_time)
         same = np.array_equal(out_c, out_p)
         row("paged", f"context {L}: paged / contiguous",
             f"{ms(t_p)} / {ms(t_c)}   ratio = {t_p / t_c:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+        row("paged", f"context {L}: paged in place / paged gathered",
+            f"{ms(t_r)} / {ms(t_p)}   ratio = {t_r / t_p:.3f}{'' if np.array_equal(out_r, out_p) else '  (OUTPUTS DIFFER)'}")
 
 
 # ---------------------------------------------------------------- 2b. checked C

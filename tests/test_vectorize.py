@@ -138,6 +138,7 @@ def test_larger_case_on_the_c_targets(attention_builds):
         _same(o, outs[0], "targets disagree")
 
 
+ROWS = os.path.join(bundled_dir(), "nx_f32_attn_rows.nx")
 MULTI = os.path.join(bundled_dir(), "nx_f32_attn_multi.nx")
 MULTI_REF = os.path.join(HERE, "nx", "ref", "nx_f32_attn_multi_scalar.nx")
 
@@ -209,10 +210,17 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     if "Free Software Foundation" not in version and "GCC" not in version:
         pytest.skip(f"{cc} is not GCC")
-    # nx_f32_attention: two passes of two rows each, for the scores and for P.V
-    for path, score_stmts, pv_stmts in ((ATTN, ("s0[j] = acc as u32", "s2[j] = acc as u32"),
-                                         ("o0[d] = acc as u32", "o2[d] = acc as u32")),
-                                        (MULTI, ("srow[j] = nx_f32_add(acc",), ("oacc[d] = nx_f32_add(acc",))):
+    # nx_f32_attention: two passes of two rows each, for the scores and for P.V; the exp loop of
+    # each softmax (scalar when the subtraction shared its loop: GCC threaded its NaN test);
+    # nx_f32_attn_rows.nx: the tile loops of the in-place attention
+    for path, loops in ((ATTN, {"scores": ("s0[j] = acc as u32", "s2[j] = acc as u32"),
+                                "P.V": ("o0[d] = acc as u32", "o2[d] = acc as u32"),
+                                "exp": ("s0[j] = nx_f32_attn_exp32(s0[j])",)}),
+                        (MULTI, {"scores": ("srow[j] = nx_f32_add(acc",), "P.V": ("oacc[d] = nx_f32_add(acc",),
+                                 "exp": ("srow[j] = nx_f32_attn_exp32(srow[j])",)}),
+                        (ROWS, {"scores": ("s[j] = nx_f32_add(acc",), "P.V": ("o[d] = nx_f32_add(acc",),
+                                "exp": ("s[j] = nx_f32_attn_exp32(s[j])",),
+                                "V tile": ("dst[d] = src[d] as u32",)})):
         program = check_file(path, None, Diagnostics(warnings=False))
         c_file = tmp_path / "attn.c"
         c_file.write_text(emit_c(program, checked=False).text)
@@ -223,12 +231,10 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
         name = re.escape(os.path.basename(path))
         vectorized = {int(m.group(1)) for m in re.finditer(
             name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
-        for stmt in score_stmts:
-            scores = _loop_line(path, stmt)
-            assert scores in vectorized, f"{path}: scores loop (line {scores}) not vectorized: {sorted(vectorized)}"
-        for stmt in pv_stmts:
-            weighted = _loop_line(path, stmt)
-            assert weighted in vectorized, f"{path}: P.V loop (line {weighted}) not vectorized: {sorted(vectorized)}"
+        for what, stmts in loops.items():
+            for stmt in stmts:
+                line = _loop_line(path, stmt)
+                assert line in vectorized, f"{path}: {what} loop (line {line}) not vectorized: {sorted(vectorized)}"
 
 
 def test_march_is_in_the_flags_and_the_cache_key(monkeypatch):
