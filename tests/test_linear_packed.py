@@ -119,9 +119,10 @@ def test_packed_equals_scalar_on_python():
 
 
 def test_packed_qwen3_shape_one_row_block():
-    """A wide matrix (cols past a panel's 16 x 8 block many times), 64 and 1 tokens, C only."""
+    """A wide matrix (cols past a panel's 16 x 8 block many times, and past the 1,024-column
+    blocks of nx_gemm_panel_tokens: a block boundary with a short last block), C only."""
     mod = nxc.load(REF, checked=False)
-    check_module(mod, [(48, 2560, 1), (48, 1000, 6)], seed=11)
+    check_module(mod, [(48, 2560, 1), (48, 1000, 6), (40, 2100, 5), (19, 1025, 13)], seed=11)
 
 
 def test_kernel_loops_vectorized_without_fma(tmp_path):
