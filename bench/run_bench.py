@@ -131,6 +131,15 @@ def hand_c():
     return lib, ffi
 
 
+def peak_c():
+    """bench/peak_mul_add.c (independent vector mul and add chains, no FMA), nxc's flags."""
+    with open(os.path.join(HERE, "peak_mul_add.c"), encoding="utf-8") as f:
+        text = f.read()
+    cdef = "int64_t peak_lanes(void);\nfloat peak_mul_add(int64_t, float, float);\n"
+    lib, _ = load(build(EmittedC(text, cdef, [])))
+    return lib
+
+
 def numpy_gqa(Q, K, V, n, hq, hkv, d, scale):
     q = Q.reshape(n, hq, d).transpose(1, 0, 2)
     k = np.repeat(K.reshape(n, hkv, d).transpose(1, 0, 2), hq // hkv, axis=0)
@@ -287,6 +296,12 @@ def bench_linear(shapes, tokens, repeats):
     bw = big.nbytes / t_bw / 1e9
     del big
     row("linear", "memory bandwidth (numpy sum, 256 MB)", f"{bw:.1f} GB/s")
+    peak = peak_c()
+    iters = 20_000_000
+    t_pk = min(in_child(lambda: peak.peak_mul_add(iters, 1.0, 0.0), clock=time.process_time) for _ in range(3))
+    peak_gf = iters * 12 * peak.peak_lanes() / t_pk / 1e9
+    row("linear", f"FP peak, separate vector mul + add ({peak.peak_lanes()} lanes, 12 chains, no FMA)",
+        f"{peak_gf:.1f} GFLOP/s   load average {os.getloadavg()[0]:.1f}")
     rng = np.random.default_rng(3)
     for R, C in shapes:
         Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
@@ -314,7 +329,7 @@ def bench_linear(shapes, tokens, repeats):
                     fn = lambda b=(name == "bf16"): m.nx_gemm_u16(P, b, R, C, X, T, Y)  # noqa: E731
                 t = paired_medians([fn], repeats, clock=time.process_time)[0]
                 extra = (f"{R * C * es / t / 1e9:.1f} GB/s of weights ({R * C * es / t / 1e9 / bw:.0%} of bandwidth)"
-                         if T == 1 else f"nx/numpy {t / t_np:.2f}")
+                         if T == 1 else f"nx/numpy {t / t_np:.2f}   {flops / t / 1e9 / peak_gf:.0%} of peak")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
     bench_linear_threads(shapes, tokens, repeats)
     bench_linear_quant(shapes, tokens, repeats, bw)

@@ -103,15 +103,26 @@ def test_packed_equals_scalar_random_shapes():
     check_module(mod, shapes, seed=8)
 
 
+def test_packed_token_counts_and_rows_off_the_panel():
+    """Every token count 1 .. 13 (the tokens kernel's blocks of 4 and their repeated last token,
+    and decode) on rows off the 16-row panel and its two 8-row halves (1, 7, 8, 9, 15, 17, 24,
+    31), columns off the 8-column pass."""
+    mod = nxc.load(REF, checked=False)
+    rows = [1, 7, 8, 9, 15, 17, 24, 31]
+    shapes = [(rows[T % len(rows)], 11 + T, T) for T in range(1, 14)]
+    check_module(mod, shapes, seed=13)
+
+
 def test_packed_equals_scalar_on_python():
     mod = nxc.load(REF, backend="py")
     check_module(mod, [(37, 21, 1), (18, 9, 5), (5, 3, 2)], seed=3)
 
 
 def test_packed_qwen3_shape_one_row_block():
-    """A wide matrix (cols past a panel's 16 x 8 block many times), 64 and 1 tokens, C only."""
+    """A wide matrix (cols past a panel's 16 x 8 block many times, and past the 1,024-column
+    blocks of nx_gemm_panel_tokens: a block boundary with a short last block), C only."""
     mod = nxc.load(REF, checked=False)
-    check_module(mod, [(48, 2560, 1), (48, 1000, 6)], seed=11)
+    check_module(mod, [(48, 2560, 1), (48, 1000, 6), (40, 2100, 5), (19, 1025, 13)], seed=11)
 
 
 def test_kernel_loops_vectorized_without_fma(tmp_path):
@@ -130,7 +141,9 @@ def test_kernel_loops_vectorized_without_fma(tmp_path):
     lines = {int(m.group(1)) for m in re.finditer(r"nx_f32_gemm\.nx:(\d+):\d+: optimized: loop vectorized",
                                                   res.stderr)}
     text = open(GEMM, encoding="utf-8").read().splitlines()
-    inner = [i + 1 for i, l in enumerate(text) if l.strip() == "while r < 16 {"]
+    # the panel loops: 16 rows (decode, tails) or the two halves of 8 (the tokens kernel)
+    inner = [i + 1 for i, l in enumerate(text) if l.strip() in ("while r < 16 {", "while r < 8 {")]
+    assert any(l.strip() == "while r < 8 {" for l in text), "the tokens kernel's 8-row loop is gone"
     assert inner and set(inner) <= lines, f"not vectorized: lines {sorted(set(inner) - lines)}"
     asm = subprocess.run(["objdump", "-d", str(tmp_path / "gemm.o")], capture_output=True, text=True).stdout
     if not asm:
