@@ -109,3 +109,100 @@ def test_faults_are_located_and_worded_alike(tmp_path, case):
     if words:
         want = words.format(gate=gate, map=first - 3, first=first)
         assert want in _words(outcomes["c"].message), outcomes["c"].message
+
+
+def test_unchecked_c_maps_the_same_bytes(tmp_path):
+    body = f'''    var s: i64 = 0
+    var k: i64 = 0
+    while k < 600 {{ s = s + (k + 1) * (m[k] as i64); k = k + 1 }}
+    if (s & 0x7FFFFFFF) != {sum((k + 1) * b for k, b in enumerate(DATA[4099:4699])) & 0x7FFFFFFF} {{ return 10 }}
+    if (sys_file_map(h, 0, 4) as i64) != 0 {{ return 11 }}        // the handle is closed
+    sys_file_unmap(m, 600)
+    return 0'''
+    gate, _ = _gate(tmp_path, body)
+    program = check_file(gate, diags=Diagnostics(warnings=False))
+    o = execute(program, "c", opt="2", use_cache=False, timeout=120, checked=False)[0]
+    assert o.status == "PASS", (o.status, o.value, o.message)
+
+
+def test_refusals_are_zero(tmp_path):
+    """n <= 0, a negative offset, a range past the end of the file: 0, on every backend."""
+    body = f'''    if (sys_file_map(h, 0, 0) as i64) != 0 {{ return 10 }}
+    if (sys_file_map(h, -1, 4) as i64) != 0 {{ return 11 }}
+    if (sys_file_map(h, {len(DATA) - 3}, 4) as i64) != 0 {{ return 12 }}
+    if (sys_file_map(h, {len(DATA) + 1}, 1) as i64) != 0 {{ return 13 }}
+    let last: *u8 = sys_file_map(h, {len(DATA) - 1}, 1)
+    if (last as i64) == 0 {{ return 14 }}
+    if last[0] != {DATA[-1]} {{ return 15 }}
+    sys_file_unmap(last, 1)
+    sys_file_unmap(m, 600)
+    return 0'''
+    # the refusals need the handle open: map before closing it
+    gate, _ = _gate(tmp_path, body)
+    text = open(gate).read().replace("    sys_file_close(h)\n", "", 1)
+    open(gate, "w").write(text)
+    program = check_file(gate, diags=Diagnostics(warnings=False))
+    for b, checked in (("c", True), ("c", False), ("py", True)):
+        o = execute(program, b, opt="0", use_cache=False, timeout=120, checked=checked)[0]
+        assert o.status == "PASS", (b, checked, o.status, o.value, o.message)
+
+
+POOL = '''import "nx_file.nx"
+struct Ctx {{
+    h: i64
+    out: *i64
+}}
+
+// Item i maps 512 bytes of the file at i * 97 + 1 (a mapping made and ended on a pool worker,
+// the region table under its lock), sums them, and stores the sum.
+func item(c: *Ctx, i: i64) {{
+    let m: *u8 = sys_file_map(c.h, i * 97 + 1, 512)
+    if (m as i64) == 0 {{ c.out[i] = -1; return }}
+    var s: i64 = 0
+    var k: i64 = 0
+    while k < 512 {{ s = s + (m[k] as i64) * (k + 1); k = k + 1 }}
+    sys_file_unmap(m, 512)
+    c.out[i] = s
+}}
+
+func task(ctx: *void, begin: i64, end: i64) {{
+    var i: i64 = begin
+    while i < end {{ item(ctx as *Ctx, i); i = i + 1 }}
+}}
+
+func main() -> i64 {{
+    let p: *u8 = sys_mmap({n} + 8) as *u8
+{poke}
+    let c: *Ctx = sys_mmap(sizeof(Ctx)) as *Ctx
+    c.h = sys_file_open(p, {n})
+    if c.h < 0 {{ return 1 }}
+    c.out = sys_mmap(64 * 8) as *i64
+    sys_parallel_for(task, c as *void, 64)
+    var i: i64 = 0
+    var sums: i64 = 0
+    while i < 64 {{
+        if c.out[i] < 0 {{ return 2 }}
+        sums = sums ^ (c.out[i] * (i + 1))
+        i = i + 1
+    }}
+    if sums != {want} {{ return 3 }}
+    return 0
+}}
+'''
+
+
+def test_mappings_made_and_ended_on_the_thread_pool(tmp_path):
+    data = tmp_path / "d.bin"
+    data.write_bytes(DATA)
+    path = str(data).encode()
+    want = 0
+    for i in range(64):
+        off = i * 97 + 1
+        want ^= sum(DATA[off + k] * (k + 1) for k in range(512)) * (i + 1)
+    gate = tmp_path / "pool.nx"
+    gate.write_text(POOL.format(n=len(path), poke="\n".join(f"    p[{i}] = {b}" for i, b in enumerate(path)),
+                                want=want))
+    program = check_file(str(gate), diags=Diagnostics(warnings=False))
+    for b, checked, threads in (("c", True, 2), ("c", True, 3), ("c", False, 2), ("py", True, 2)):
+        o = execute(program, b, opt="0", use_cache=False, timeout=300, checked=checked, threads=threads)[0]
+        assert o.status == "PASS", (b, checked, threads, o.status, o.value, o.message)
