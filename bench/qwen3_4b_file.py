@@ -33,6 +33,10 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def _cpu_s() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -47,18 +51,18 @@ def run_nx(path: str, T: int, mode: str = "mapped,checked") -> dict:
     # the build first (as qwen3.load asks for it; cached after one run), so that the load
     # time is the file's alone
     nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), checked=checked, threads=qwen3.default_threads())
-    t0, c0 = time.perf_counter(), _cpu_s()
+    t0, c0, f0 = time.perf_counter(), _cpu_s(), _faults()
     m = qwen3.load(path, checked=checked, mmap="read" not in opts, progress=False)
-    load_s, load_cpu = time.perf_counter() - t0, _cpu_s() - c0
+    load_s, load_cpu, faults = time.perf_counter() - t0, _cpu_s() - c0, _faults() - f0
     rss_load = _rss_mb()
     if T <= 0:
-        return {"load_s": load_s, "load_cpu_s": load_cpu, "rss_after_load_mb": rss_load, "prompt_s": 0.0,
+        return {"load_s": load_s, "load_cpu_s": load_cpu, "faults": faults, "rss_after_load_mb": rss_load, "prompt_s": 0.0,
                 "peak_rss_mb": _rss_mb(), "finite": True}
     toks = np.random.default_rng(0).integers(0, m.config["vocab"], T)
     t0 = time.perf_counter()
     _, out = m.forward(toks)
     prompt_s = time.perf_counter() - t0
-    return {"load_s": load_s, "load_cpu_s": load_cpu, "rss_after_load_mb": rss_load, "prompt_s": prompt_s,
+    return {"load_s": load_s, "load_cpu_s": load_cpu, "faults": faults, "rss_after_load_mb": rss_load, "prompt_s": prompt_s,
             "peak_rss_mb": _rss_mb(), "finite": bool(np.isfinite(out).all())}
 
 
@@ -169,6 +173,7 @@ def main(argv=None) -> int:
             nx = _child("nx", path, args.tokens, f"{how},{build}")
             prompt = f", {args.tokens}-token prompt {nx['prompt_s']:.1f} s" if args.tokens > 0 else ""
             print(f"nx ({how}, {build}): load {nx['load_s']:.1f} s wall, {nx['load_cpu_s']:.1f} s CPU, "
+                  f"{nx['faults']:,} page faults, "
                   f"peak RSS {nx['peak_rss_mb']:,.0f} MiB (file + {nx['peak_rss_mb'] - size_mb:,.0f} MiB; "
                   f"target <= file + 1536){prompt}; load average {os.getloadavg()[0]:.2f}")
         if not args.skip_numpy and args.tokens > 0:

@@ -235,6 +235,7 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h)
    report it located, nx_runtime.c below; unchecked C gets SIGSEGV). */
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
+#include <sys/stat.h>
 extern int fileno(FILE *);                  /* POSIX; hidden by strict -std=c11 */
 #define NXRT_HAVE_FILE_MAP 1
 
@@ -249,12 +250,17 @@ NXRT_API void *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
 {
 #ifdef NXRT_HAVE_FILE_MAP
     FILE *f = nxrt_file_get(h);
+    struct stat st;
     int64_t size;
     uint64_t pg = nxrt_page(), delta;
     void *p;
     if (f == NULL || offset < 0 || n <= 0)
         return NULL;
-    size = nxrt_sys_file_size(h);
+    /* fstat, not sys_file_size's fseek: the stream's position is not touched, so tasks on
+       the thread pool may map the same handle at once */
+    if (fstat(fileno(f), &st) != 0)
+        return NULL;
+    size = (int64_t)st.st_size;
     if (size < 0 || offset > size || n > size - offset)
         return NULL;
     delta = (uint64_t)offset % pg;          /* mmap's offset is whole pages */
