@@ -206,3 +206,25 @@ def test_mappings_made_and_ended_on_the_thread_pool(tmp_path):
     for b, checked, threads in (("c", True, 2), ("c", True, 3), ("c", False, 2), ("py", True, 2)):
         o = execute(program, b, opt="0", use_cache=False, timeout=300, checked=checked, threads=threads)[0]
         assert o.status == "PASS", (b, checked, threads, o.status, o.value, o.message)
+
+
+def test_a_store_into_a_mapping_on_the_thread_pool_is_located(tmp_path):
+    """Item 5 stores into its mapping, on a pool worker or the caller: the located fault with the
+    same words as the Python backend's, the region table's lock released on the way out."""
+    data = tmp_path / "d.bin"
+    data.write_bytes(DATA)
+    path = str(data).encode()
+    text = POOL.format(n=len(path), poke="\n".join(f"    p[{i}] = {b}" for i, b in enumerate(path)), want=0)
+    text = text.replace("    sys_file_unmap(m, 512)\n", "    if i == 5 { m[3] = 0 }\n    sys_file_unmap(m, 512)\n")
+    gate = tmp_path / "pool_store.nx"
+    gate.write_text(text)
+    line = text.splitlines().index("    if i == 5 { m[3] = 0 }") + 1
+    program = check_file(str(gate), diags=Diagnostics(warnings=False))
+    messages = {}
+    for b, threads in (("c", 2), ("c", 3), ("py", 2)):
+        o = execute(program, b, opt="0", use_cache=False, timeout=300, threads=threads)[0]
+        assert o.status == "RUNTIME-ERROR", (b, threads, o.status, o.value, o.message)
+        assert (o.site.line, o.site.column) == (line, 17), (b, o.site)
+        assert "write of u8 at " in o.message and "offset 3 of the 512-byte read-only file mapping" in o.message
+        messages[b] = _words(o.message)
+    assert messages["c"] == messages["py"], messages
