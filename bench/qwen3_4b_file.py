@@ -4,9 +4,13 @@
 
     python bench/qwen3_4b_file.py MODEL.gguf [--tokens 64] [--skip-numpy]
     python bench/qwen3_4b_file.py --make q8_0 [--keep DIR]   # writes the file first (make_qwen3_gguf --size 4b)
+    python bench/qwen3_4b_file.py MODEL.gguf --tokens 0 --compare-read [--unchecked] --skip-numpy
+        # the load alone, the file mapped (qwen3.load's default) and read (mmap=False), each in
+        # its own process: wall and CPU time, page faults, peak RSS
 
 Each side runs in its own fresh process, so a peak RSS (ru_maxrss) is that side's alone:
-  nx     qwen3.load (the weights read packed, dequantized on use) then forward(T tokens)
+  nx     qwen3.load (each tensor packed from a mapping of the file, or read with --compare-read's
+         second run; dequantized on use) then forward(T tokens)
   numpy  gguf.GGUFReader (memory-mapped), each layer's weights dequantized with gguf-py to
          float32 just before the layer runs (dequantization timed apart), float32 matmuls
 The issue's target: peak RSS <= file size + 1.5 GB for the Q8_0 file. The machine's load
