@@ -246,7 +246,7 @@ static uint64_t nxrt_page(void)
 }
 #endif
 
-NXRT_API void *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
+NXRT_API uint8_t *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
 {
 #ifdef NXRT_HAVE_FILE_MAP
     FILE *f = nxrt_file_get(h);
@@ -267,7 +267,7 @@ NXRT_API void *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
     p = mmap(NULL, (size_t)(delta + (uint64_t)n), PROT_READ, MAP_PRIVATE, fileno(f), (off_t)((uint64_t)offset - delta));
     if (p == MAP_FAILED)
         return NULL;
-    return (char *)p + delta;
+    return (uint8_t *)p + delta;
 #else
     (void)h; (void)offset; (void)n;
     return NULL;
@@ -276,7 +276,7 @@ NXRT_API void *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
 
 /* The mapping's start is p rounded down to a page (mmap's result was a page,
    p is delta < page into it). */
-NXRT_API int64_t nxrt_sys_file_unmap(void *p, int64_t n)
+NXRT_API int64_t nxrt_sys_file_unmap(uint8_t *p, int64_t n)
 {
 #ifdef NXRT_HAVE_FILE_MAP
     uint64_t delta;
@@ -1070,19 +1070,19 @@ static void nxrt_file_range_hold(uintptr_t base, uint64_t len)
              MAP_PRIVATE | 0x20 /* MAP_ANONYMOUS */ | 0x4000 /* MAP_NORESERVE */ | MAP_FIXED, -1, 0) != MAP_FAILED)
         return;
 #endif
-    nxrt_sys_file_unmap((void *)base, (int64_t)len);
+    nxrt_sys_file_unmap((uint8_t *)base, (int64_t)len);
 }
 
 static void nxrt_file_range_free(uintptr_t base, uint64_t len)
 {
-    nxrt_sys_file_unmap((void *)base, (int64_t)len);   /* the reservation, page-rounded the same way */
+    nxrt_sys_file_unmap((uint8_t *)base, (int64_t)len);   /* the reservation, page-rounded the same way */
 }
 
 /* sys_file_map, checked: a region no store may reach (NXRT_K_FILE). */
-NXRT_API void *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site)
+NXRT_API uint8_t *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site)
 {
     nxrt_region r;
-    void *p = nxrt_sys_file_map(h, offset, n);
+    uint8_t *p = nxrt_sys_file_map(h, offset, n);
     if (p == NULL)
         return NULL;
     r.base = (uintptr_t)p;
@@ -1105,7 +1105,7 @@ NXRT_API void *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int s
 
 /* sys_file_unmap, checked: p must be what sys_file_map returned (and n its
    length: the record's is used); the range is quarantined as sys_munmap's. */
-NXRT_API int64_t nxrt_chk_sys_file_unmap(void *p, int64_t n, int site)
+NXRT_API int64_t nxrt_chk_sys_file_unmap(uint8_t *p, int64_t n, int site)
 {
     nxrt_region r;
     (void)n;

@@ -451,8 +451,8 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
    (PROT_READ, MAP_PRIVATE: the page cache's pages, not a copy), or NULL (not
    an open handle, n <= 0, offset < 0, past the end of the file, or no mmap on
    this system: the caller then reads). sys_file_unmap ends it: 0. */
-NXRT_API void *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n);
-NXRT_API int64_t nxrt_sys_file_unmap(void *p, int64_t n);
+NXRT_API uint8_t *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n);
+NXRT_API int64_t nxrt_sys_file_unmap(uint8_t *p, int64_t n);
 
 #ifdef NXRT_CHECKED
 /* ------------------------------------------------------------------------ */
@@ -740,8 +740,8 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site);
 NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site);
-NXRT_API void *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site);
-NXRT_API int64_t nxrt_chk_sys_file_unmap(void *p, int64_t n, int site);
+NXRT_API uint8_t *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site);
+NXRT_API int64_t nxrt_chk_sys_file_unmap(uint8_t *p, int64_t n, int site);
 NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes);
 NXRT_API int nxrt_buf_register(void *p, int64_t nbytes, int arg);
 NXRT_API void nxrt_buf_clear(void);
