@@ -4,9 +4,13 @@
 
     python bench/qwen3_4b_file.py MODEL.gguf [--tokens 64] [--skip-numpy]
     python bench/qwen3_4b_file.py --make q8_0 [--keep DIR]   # writes the file first (make_qwen3_gguf --size 4b)
+    python bench/qwen3_4b_file.py MODEL.gguf --tokens 0 --compare-read [--unchecked] --skip-numpy
+        # the load alone, the file mapped (qwen3.load's default) and read (mmap=False), each in
+        # its own process: wall and CPU time, page faults, peak RSS
 
 Each side runs in its own fresh process, so a peak RSS (ru_maxrss) is that side's alone:
-  nx     qwen3.load (the weights read packed, dequantized on use) then forward(T tokens)
+  nx     qwen3.load (each tensor packed from a mapping of the file, or read with --compare-read's
+         second run; dequantized on use) then forward(T tokens)
   numpy  gguf.GGUFReader (memory-mapped), each layer's weights dequantized with gguf-py to
          float32 just before the layer runs (dequantization timed apart), float32 matmuls
 The issue's target: peak RSS <= file size + 1.5 GB for the Q8_0 file. The machine's load
@@ -33,18 +37,37 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_nx(path: str, T: int) -> dict:
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def run_nx(path: str, T: int, mode: str = "mapped,checked") -> dict:
     from nxc.models import qwen3
-    t0 = time.perf_counter()
-    m = qwen3.load(path)
-    load_s = time.perf_counter() - t0
+    import nxc
+    from nxc import paths
+    opts = set(mode.split(","))
+    checked = "unchecked" not in opts
+    # the build first (as qwen3.load asks for it; cached after one run), so that the load
+    # time is the file's alone
+    nxc.load(os.path.join(paths.bundled_dir(), "nx_gguf.nx"), checked=checked, threads=qwen3.default_threads())
+    t0, c0, f0 = time.perf_counter(), _cpu_s(), _faults()
+    m = qwen3.load(path, checked=checked, mmap="read" not in opts, progress=False)
+    load_s, load_cpu, faults = time.perf_counter() - t0, _cpu_s() - c0, _faults() - f0
     rss_load = _rss_mb()
+    if T <= 0:
+        return {"load_s": load_s, "load_cpu_s": load_cpu, "faults": faults, "rss_after_load_mb": rss_load, "prompt_s": 0.0,
+                "peak_rss_mb": _rss_mb(), "finite": True}
     toks = np.random.default_rng(0).integers(0, m.config["vocab"], T)
     t0 = time.perf_counter()
     _, out = m.forward(toks)
     prompt_s = time.perf_counter() - t0
-    return {"load_s": load_s, "rss_after_load_mb": rss_load, "prompt_s": prompt_s, "peak_rss_mb": _rss_mb(),
-            "finite": bool(np.isfinite(out).all())}
+    return {"load_s": load_s, "load_cpu_s": load_cpu, "faults": faults, "rss_after_load_mb": rss_load, "prompt_s": prompt_s,
+            "peak_rss_mb": _rss_mb(), "finite": bool(np.isfinite(out).all())}
 
 
 def _rms(x, w, eps):
@@ -108,8 +131,8 @@ def run_numpy(path: str, T: int) -> dict:
     return {"prompt_s": total - deq_s, "dequant_s": deq_s, "peak_rss_mb": _rss_mb(), "finite": bool(np.isfinite(x).all())}
 
 
-def _child(side: str, path: str, T: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", side, path, "--tokens", str(T)],
+def _child(side: str, path: str, T: int, mode: str = "") -> dict:
+    out = subprocess.run([sys.executable, __file__, "--child", side, path, "--tokens", str(T), "--mode", mode],
                          capture_output=True, text=True)
     if out.returncode != 0:
         raise SystemExit(f"{side} failed:\n{out.stderr[-2000:]}")
@@ -123,10 +146,17 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", help="directory for the --make file (default: a temporary one, removed after)")
     ap.add_argument("--tokens", type=int, default=64)
     ap.add_argument("--skip-numpy", action="store_true")
+    ap.add_argument("--unchecked", action="store_true", help="nx's C without memory checks")
+    ap.add_argument("--compare-read", action="store_true",
+                    help="also load with mmap=False (each tensor read first), in its own process")
+    ap.add_argument("--mode", default="", help=argparse.SUPPRESS)
     ap.add_argument("--child", choices=("nx", "numpy"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        print(json.dumps((run_nx if args.child == "nx" else run_numpy)(args.model, args.tokens)))
+        if args.child == "nx":
+            print(json.dumps(run_nx(args.model, args.tokens, args.mode)))
+        else:
+            print(json.dumps(run_numpy(args.model, args.tokens)))
         return 0
     tmp = None
     path = args.model
@@ -142,11 +172,15 @@ def main(argv=None) -> int:
     try:
         size_mb = os.path.getsize(path) / 2 ** 20
         print(f"{path}: {size_mb:,.0f} MiB; load average {os.getloadavg()[0]:.2f}")
-        nx = _child("nx", path, args.tokens)
-        print(f"nx:    load {nx['load_s']:.1f} s, peak RSS {nx['peak_rss_mb']:,.0f} MiB "
-              f"(file + {nx['peak_rss_mb'] - size_mb:,.0f} MiB; target <= file + 1536), "
-              f"{args.tokens}-token prompt {nx['prompt_s']:.1f} s")
-        if not args.skip_numpy:
+        build = "unchecked" if args.unchecked else "checked"
+        for how in ("mapped", "read") if args.compare_read else ("mapped",):
+            nx = _child("nx", path, args.tokens, f"{how},{build}")
+            prompt = f", {args.tokens}-token prompt {nx['prompt_s']:.1f} s" if args.tokens > 0 else ""
+            print(f"nx ({how}, {build}): load {nx['load_s']:.1f} s wall, {nx['load_cpu_s']:.1f} s CPU, "
+                  f"{nx['faults']:,} page faults, "
+                  f"peak RSS {nx['peak_rss_mb']:,.0f} MiB (file + {nx['peak_rss_mb'] - size_mb:,.0f} MiB; "
+                  f"target <= file + 1536){prompt}; load average {os.getloadavg()[0]:.2f}")
+        if not args.skip_numpy and args.tokens > 0:
             npy = _child("numpy", path, args.tokens)
             print(f"numpy: {args.tokens}-token prompt {npy['prompt_s']:.1f} s float32 matmuls "
                   f"(+ {npy['dequant_s']:.1f} s gguf-py dequantization), peak RSS {npy['peak_rss_mb']:,.0f} MiB; "

@@ -45,6 +45,14 @@ EXTERNS = {
     "sys_file_read": (("i64", "i64", "*void", "i64"), "i64"),
     # close: 0
     "sys_file_close": (("i64",), "i64"),
+    # map(h, offset, n): the n bytes of the open file at offset, mapped read-only (the
+    # page cache's pages, not a copy; a store there is a fault), or 0 (not an open handle,
+    # n <= 0, offset < 0, past the end of the file, or no mmap here: then read instead).
+    # It outlives sys_file_close of its handle.
+    "sys_file_map": (("i64", "i64", "i64"), "*u8"),
+    # unmap(p, n): ends what sys_file_map returned (n: its length): 0. Checked builds
+    # fault on anything else (twice, sys_mmap memory, an address inside a mapping).
+    "sys_file_unmap": (("*u8", "i64"), "i64"),
     # threads (runtime/nx_threads.h): sys_parallel_for(task, ctx, n) runs
     # task(ctx, begin, end) over the chunks of [0, n), on the pool's threads,
     # and returns 0 when all have run. `task` must be the NAME of a function

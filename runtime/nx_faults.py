@@ -14,27 +14,35 @@ from __future__ import annotations
 
 # kind -> its number in the C runtime's enum (NXRT_F_<KIND upper-cased>).
 KINDS = {"none": 0, "null": 1, "oob": 2, "before": 3, "unmapped": 4, "misaligned": 5, "wild": 6,
-         "munmap_twice": 7, "munmap_inside": 8, "munmap_unknown": 9, "stack": 10, "range": 11}
+         "munmap_twice": 7, "munmap_inside": 8, "munmap_unknown": 9, "stack": 10, "range": 11,
+         "readonly": 12, "unmap_kind": 13}
 
 # kind (or a variant of one) -> its message, without position ("runtime
 # error: " and the site are put before it). Fields: what ("read of i64"), a
 # (the address), base and length (the mapping's), offset, before, below
-# (bytes below null), size, depth, and the suffixes of SUFFIXES, already
-# worded (mapped_at, gone), or "".
+# (bytes below null), size, depth, the suffixes of SUFFIXES, already
+# worded (mapped_at, gone), or "", and for the two kinds of mapping (sys_mmap's
+# memory, sys_file_map's read-only file pages): fn (the call that ends a mapping:
+# "sys_munmap" unless told) and maker (the call that made one: "sys_mmap" unless told).
 WORDS = {
     "null": "{what} through a null pointer (address 0x{a:x})",
     "null_below": "{what} through a null pointer (address 0x{a:x}, null - {below})",
     "oob": "out-of-bounds {what} at 0x{a:x}: offset {offset} of the {length}-byte mapping at 0x{base:x}{mapped_at}{gone}",
     "before": ("out-of-bounds {what} at 0x{a:x}: {before} byte(s) before the start of the {length}-byte mapping "
                "at 0x{base:x}{mapped_at}"),
-    "unmapped": ("{what} at 0x{a:x} after sys_munmap: offset {offset} of the {length}-byte mapping at "
+    "unmapped": ("{what} at 0x{a:x} after {fn}: offset {offset} of the {length}-byte mapping at "
                  "0x{base:x}{mapped_at}, unmapped at {unmapped_at}"),
     "misaligned": "misaligned {what} at 0x{a:x}: the address is not a multiple of {size}",
     "wild": "{what} at 0x{a:x}: the address is outside any mapping (wild pointer)",
-    "munmap_twice": "sys_munmap of 0x{a:x}: the {length}-byte mapping there was already unmapped at {unmapped_at}",
-    "munmap_inside": ("sys_munmap of 0x{a:x}: not the start of a mapping (it is {offset} bytes into the "
+    "munmap_twice": "{fn} of 0x{a:x}: the {length}-byte mapping there was already unmapped at {unmapped_at}",
+    "munmap_inside": ("{fn} of 0x{a:x}: not the start of a mapping (it is {offset} bytes into the "
                       "{length}-byte mapping at 0x{base:x})"),
-    "munmap_unknown": "sys_munmap of 0x{a:x}: not an address sys_mmap returned",
+    "munmap_unknown": "{fn} of 0x{a:x}: not an address {maker} returned",
+    # a store into a file's pages (sys_file_map maps them read-only)
+    "readonly": ("{what} at 0x{a:x}: offset {offset} of the {length}-byte read-only file mapping at "
+                 "0x{base:x}{mapped_at}"),
+    # sys_munmap of a file mapping, or sys_file_unmap of sys_mmap's memory
+    "unmap_kind": "{fn} of 0x{a:x}: the {length}-byte mapping there was made by {maker}, which {ender} ends",
     "stack": "stack overflow: nx function calls nested more than {depth} deep",
 }
 
@@ -54,7 +62,15 @@ def fault_text(kind: str, **fields) -> str:
     """The words of fault `kind` (a key of WORDS) with `fields` filled in."""
     fields.setdefault("mapped_at", "")
     fields.setdefault("gone", "")
+    fields.setdefault("fn", "sys_munmap")
+    fields.setdefault("maker", "sys_mmap")
+    fields.setdefault("ender", UNMAP_OF.get(fields["maker"], "?"))
     return WORDS[kind].format(**fields)
+
+
+# The call that ends each kind of mapping, by the call that made it.
+UNMAP_OF = {"sys_mmap": "sys_munmap", "sys_file_map": "sys_file_unmap"}
+MAKER_OF = {v: k for k, v in UNMAP_OF.items()}
 
 
 def suffix(part: str, **fields) -> str:

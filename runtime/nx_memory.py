@@ -20,7 +20,9 @@ Layout (AddressSanitizer's idea, in Python)
 * A *shadow* byte per arena byte says which accesses may start there: bit 1 =
   this byte is inside a live mapping, bit 2 / 4 / 8 = a 2- / 4- / 8-byte
   access starting here is aligned and ends inside the mapping. So one test
-  ``shadow[a] & size`` checks liveness, bounds and alignment at once.
+  ``shadow[a] & size`` checks liveness, bounds and alignment at once. The
+  high nibble is the same for stores (``shadow[a] & size << 4``): set in
+  sys_mmap's memory, clear in sys_file_map's read-only file mappings.
 * The generated code does the fast path itself, inline (no call per access)::
 
       (_Vq[_a >> 3] if _SH[(_a := ADDR)] & 8 else _ld(_a, SITE))
@@ -85,9 +87,12 @@ SHIFTS = {1: 0, 2: 1, 4: 2, 8: 3}
 
 # Shadow value of byte k of an 8-byte period inside a mapping (k = offset % 8),
 # when the mapping extends at least to the end of that period.
-_PERIOD = bytes([15, 1, 3, 1, 7, 1, 3, 1])
+# Low nibble: loads; high nibble: stores (clear in a read-only mapping: _PERIOD_RO).
+_PERIOD_RO = bytes([15, 1, 3, 1, 7, 1, 3, 1])
+_PERIOD = bytes(b | b << 4 for b in _PERIOD_RO)
 _CHUNK = 1 << 20
 _PATTERN = _PERIOD * (_CHUNK // 8)
+_PATTERN_RO = _PERIOD_RO * (_CHUNK // 8)
 _ZEROS = bytes(_CHUNK)
 
 
@@ -104,12 +109,13 @@ class NxRuntimeError(Exception):
         self.what = what
 
 
-def _shadow_byte(off: int, n: int) -> int:
+def _shadow_byte(off: int, n: int, ro: bool = False, base: int = 0) -> int:
+    """Byte `off` of an n-byte mapping at `base` (alignment is the address's)."""
     v = 1
     for size, bit in ((2, 2), (4, 4), (8, 8)):
-        if off % size == 0 and off + size <= n:
+        if (base + off) % size == 0 and off + size <= n:
             v |= bit
-    return v
+    return v if ro else v | v << 4
 
 
 def _default_max_mapping() -> int:
@@ -164,11 +170,16 @@ LAZY_MIN = 1 << 22
 
 
 class _Mapping:
-    __slots__ = ("base", "size", "site", "unmap_site", "lazy")
+    __slots__ = ("base", "size", "site", "unmap_site", "lazy", "ro")
 
-    def __init__(self, base, size, site):
+    def __init__(self, base, size, site, ro=False):
         self.base, self.size, self.site, self.unmap_site = base, size, site, None
         self.lazy = False
+        self.ro = ro          # sys_file_map's: no store may reach it
+
+    @property
+    def maker(self) -> str:
+        return "sys_file_map" if self.ro else "sys_mmap"
 
     @property
     def end(self):
@@ -250,28 +261,34 @@ class Runtime:
 
     # ---- the nx system interface ----
     def sys_mmap(self, nbytes: int, site: int = -1) -> int:
+        return self._new_mapping(nbytes, site)
+
+    def _new_mapping(self, nbytes: int, site: int, ro: bool = False, phase: int = 0) -> int:
+        """A fresh mapping's base (0 if none): sys_mmap's, or with `ro` a read-only one
+        whose base is `phase` bytes past a page (as the C runtime's sys_file_map)."""
         if nbytes <= 0 or nbytes > self.max_mapping:
             return 0
-        align = 16 if nbytes < _PAGE else _PAGE
-        base = (self.top + _GUARD_GAP + align - 1) // align * align
+        align = 16 if nbytes < _PAGE and not ro else _PAGE
+        base = (self.top + _GUARD_GAP + align - 1) // align * align + phase
         fresh = base + nbytes <= self.limit
         if not fresh:
             # The address range is used up: reuse the first hole that
             # unmapped ranges left (a use after unmap there is no longer
             # told apart), as a small arena under `ulimit -v` needs.
-            base = self._hole(nbytes, align)
+            base = self._hole(nbytes + phase, align)
             if base is None:
                 return 0
+            base += phase
         lazy = nbytes >= LAZY_MIN
         try:
             if lazy:
-                self._fill_shadow_tail(base, nbytes)
+                self._fill_shadow_tail(base, nbytes, ro)
             else:
-                self._fill_shadow(base, nbytes)
+                self._fill_shadow(base, nbytes, ro)
         except (MemoryError, OSError):
             self._clear_shadow(base, nbytes)
             return 0
-        m = _Mapping(base, nbytes, site)
+        m = _Mapping(base, nbytes, site, ro)
         m.lazy = lazy
         if fresh:
             self.top = base + nbytes
@@ -304,18 +321,25 @@ class Runtime:
         self.bases = [old.base for old in keep]
 
     def sys_munmap(self, p: int, nbytes: int, site: int = -1) -> int:
+        return self._unmap(p, site, "sys_munmap")
+
+    def _unmap(self, p: int, site: int, fn: str) -> int:
+        """sys_munmap (fn) or sys_file_unmap: the faults of nxrt_take_live, in its order."""
         if p == 0:
             return 0                          # like free(NULL)
-        m = self.live.pop(p, None)
+        m = self.live.get(p)
         if m is None:
             old = self._find(p)
             if old is not None and old.base == p and old.unmap_site is not None:
-                raise self.error(site, _F.fault_text("munmap_twice", a=p, length=old.size,
+                raise self.error(site, _F.fault_text("munmap_twice", a=p, length=old.size, fn=fn,
                                                      unmapped_at=self._site_text(old.unmap_site)))
             if old is not None and old.unmap_site is None:
                 raise self.error(site, _F.fault_text("munmap_inside", a=p, offset=p - old.base, length=old.size,
-                                                     base=old.base))
-            raise self.error(site, _F.fault_text("munmap_unknown", a=p))
+                                                     base=old.base, fn=fn))
+            raise self.error(site, _F.fault_text("munmap_unknown", a=p, fn=fn, maker=_F.MAKER_OF[fn]))
+        if _F.UNMAP_OF[m.maker] != fn:
+            raise self.error(site, _F.fault_text("unmap_kind", a=p, length=m.size, fn=fn, maker=m.maker))
+        del self.live[p]
         m.unmap_site = site
         first = (m.base + _PAGE - 1) // _PAGE * _PAGE
         last = m.end // _PAGE * _PAGE
@@ -392,10 +416,16 @@ class Runtime:
     def _files(self) -> dict:
         return self.open_files
 
-    def _extern_range(self, a: int, n: int, site: int) -> None:
-        """nxrt_chk_range: [a, a + n) must be valid nx memory, else a located fault."""
+    def _extern_range(self, a: int, n: int, site: int, store: bool = False) -> None:
+        """nxrt_chk_range: [a, a + n) must be valid nx memory (not read-only, if the
+        extern writes there: `store`), else a located fault."""
         if n > 0 and self._first_invalid(a, n) is not None:
             raise self.error(site, self._describe(a, n, "access"))
+        if n > 0 and store:
+            m = self._find(a)
+            if m is not None and m.ro:
+                raise self.error(site, _F.fault_text("readonly", what="access", a=a, offset=a - m.base, length=m.size,
+                                                     base=m.base, mapped_at=self._mapped_at(m)))
 
     def sys_file_open(self, path: int, n: int, site: int = -1) -> int:
         self._extern_range(path, n, site)
@@ -439,7 +469,7 @@ class Runtime:
             return self.FILE_ERR_IO
 
     def sys_file_read(self, h: int, offset: int, buf: int, n: int, site: int = -1) -> int:
-        self._extern_range(buf, n, site)
+        self._extern_range(buf, n, site, store=True)
         fd = self._files().get(h)
         if fd is None:
             return self.FILE_ERR_OPEN
@@ -456,6 +486,35 @@ class Runtime:
             self.arena[buf + done:buf + done + len(data)] = data
             done += len(data)
         return done
+
+    def sys_file_map(self, h: int, offset: int, n: int, site: int = -1) -> int:
+        """nxrt_sys_file_map's answers, the mapping read-only. This arena cannot map a
+        file's pages into itself (no MAP_FIXED here), so the bytes are read into it:
+        the same bits and faults as checked C, not its memory use."""
+        fd = self._files().get(h)
+        if fd is None or offset < 0 or n <= 0:
+            return 0
+        size = self.sys_file_size(h)
+        if size < 0 or offset > size or n > size - offset:
+            return 0
+        base = self._new_mapping(n, site, ro=True, phase=offset % _PAGE)
+        if base == 0:
+            return 0
+        done = 0
+        while done < n:
+            try:
+                data = os.pread(fd, min(n - done, _CHUNK), offset + done)
+            except OSError:
+                data = b""
+            if not data:                          # the file shrank, or an I/O error
+                self._unmap(base, site, "sys_file_unmap")
+                return 0
+            self.arena[base + done:base + done + len(data)] = data
+            done += len(data)
+        return base
+
+    def sys_file_unmap(self, p: int, n: int, site: int = -1) -> int:
+        return self._unmap(p, site, "sys_file_unmap")
 
     def sys_file_close(self, h: int, site: int = -1) -> int:
         fd = self._files().pop(h, None)
@@ -484,9 +543,9 @@ class Runtime:
         ty = self.sites[site][4]
         size = SIZES[FORMATS[ty]]
         w = a & _M64
-        if w < self.limit and (w != a or self._materialise(w)) and self.shadow[w] & size:
+        if w < self.limit and (w != a or self._materialise(w)) and self.shadow[w] & size << 4:
             return w >> SHIFTS[size]
-        raise self.error(site, self._describe(a, size, f"write of {ty}"))
+        raise self.error(site, self._describe(a, size, f"write of {ty}", store=True))
 
     def _materialise(self, a: int) -> bool:
         """Write the shadow of the chunk around `a` if it lies in a live lazy
@@ -498,7 +557,8 @@ class Runtime:
         lo, hi = max(m.base, chunk), min(m.end - 8, chunk + _CHUNK)
         if hi <= lo or self.shadow[lo] != 0:
             return False
-        self._fill_chunks(lo, hi - lo, _PATTERN[(lo - m.base) % 8:] + _PERIOD)
+        pattern, period = (_PATTERN_RO, _PERIOD_RO) if m.ro else (_PATTERN, _PERIOD)
+        self._fill_chunks(lo, hi - lo, pattern[lo % 8:] + period)     # bits by the address's alignment
         return True
 
     def describe_access(self, a: int, site: int) -> NxRuntimeError:
@@ -507,7 +567,7 @@ class Runtime:
         ty = s[4]
         size = SIZES[FORMATS[ty]]
         op = "read" if s[3] == "r" else "write"
-        return self.error(site, self._describe(a, size, f"{op} of {ty}"))
+        return self.error(site, self._describe(a, size, f"{op} of {ty}", store=op == "write"))
 
     # ---- integer traps ----
     def div_fns(self, bits: int, signed: bool):
@@ -559,13 +619,15 @@ class Runtime:
         self.arena[a:a + len(data)] = bytes(data)
 
     # ---- internals ----
-    def _fill_shadow(self, base: int, n: int) -> None:
-        self._fill_chunks(base, n, _PATTERN)
-        self._fill_shadow_tail(base, n)
+    def _fill_shadow(self, base: int, n: int, ro: bool = False) -> None:
+        # (a file mapping's base need not be 8-aligned: the pattern starts at its phase)
+        pattern, period = (_PATTERN_RO, _PERIOD_RO) if ro else (_PATTERN, _PERIOD)
+        self._fill_chunks(base, n, pattern[base % 8:] + period if base % 8 else pattern)
+        self._fill_shadow_tail(base, n, ro)
 
-    def _fill_shadow_tail(self, base: int, n: int) -> None:
+    def _fill_shadow_tail(self, base: int, n: int, ro: bool = False) -> None:
         for o in range(max(n - 8, 0), n):       # the tail: shorter accesses only
-            self.shadow[base + o] = _shadow_byte(o, n)
+            self.shadow[base + o] = _shadow_byte(o, n, ro, base)
 
     def _clear_shadow(self, base: int, n: int) -> None:
         self._fill_chunks(base, n, _ZEROS)
@@ -610,20 +672,25 @@ class Runtime:
                 return m
         return None
 
-    def _describe(self, a: int, size: int, what: str) -> str:
-        """Why an access of `size` bytes at `a` is invalid, in the words of a C programmer."""
+    def _describe(self, a: int, size: int, what: str, store: bool = False) -> str:
+        """Why an access of `size` bytes at `a` is invalid, in the words of a C programmer
+        (`store`: it writes, so a read-only mapping is a reason too)."""
         w = a & _M64
         if w < NULL_GUARD or w >= (1 << 64) - NULL_GUARD:
             return _F.null_text(what, w)
         m = self._find(w)
         if m is not None and m.unmap_site is not None:
             return _F.fault_text("unmapped", what=what, a=w, offset=w - m.base, length=m.size, base=m.base,
-                                 mapped_at=self._mapped_at(m), unmapped_at=self._site_text(m.unmap_site))
+                                 mapped_at=self._mapped_at(m), unmapped_at=self._site_text(m.unmap_site),
+                                 fn=_F.UNMAP_OF[m.maker])
         if m is not None:
             if w + size > m.end:
                 return self._oob(w, size, what, m)
             if w % size:
                 return _F.fault_text("misaligned", what=what, a=w, size=size)
+            if store and m.ro and w == a:
+                return _F.fault_text("readonly", what=what, a=w, offset=w - m.base, length=m.size, base=m.base,
+                                     mapped_at=self._mapped_at(m))
             if w != a:
                 return (f"{what}: the address computation overflowed 64 bits (0x{a:x} wraps to "
                         f"0x{w:x}): pointer arithmetic overflow is undefined in C")

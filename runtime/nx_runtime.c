@@ -227,6 +227,69 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h)
     return fclose(f) == 0 ? 0 : NXRT_FILE_ERR_IO;
 }
 
+/* ---- mapping files (sys_file_map / sys_file_unmap) ----
+   Why: a model's weights are gigabytes; read()ing them copies every byte out
+   of the page cache into fresh (zeroed, faulted-in) memory first. A mapping is
+   the page cache's own pages, read where they lie. Read-only (PROT_READ,
+   MAP_PRIVATE): a store through it is a fault in every build (checked builds
+   report it located, nx_runtime.c below; unchecked C gets SIGSEGV). */
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <sys/stat.h>
+extern int fileno(FILE *);                  /* POSIX; hidden by strict -std=c11 */
+#define NXRT_HAVE_FILE_MAP 1
+
+static uint64_t nxrt_page(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (uint64_t)pg : 4096u;
+}
+#endif
+
+NXRT_API uint8_t *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n)
+{
+#ifdef NXRT_HAVE_FILE_MAP
+    FILE *f = nxrt_file_get(h);
+    struct stat st;
+    int64_t size;
+    uint64_t pg = nxrt_page(), delta;
+    void *p;
+    if (f == NULL || offset < 0 || n <= 0)
+        return NULL;
+    /* fstat, not sys_file_size's fseek: the stream's position is not touched, so tasks on
+       the thread pool may map the same handle at once */
+    if (fstat(fileno(f), &st) != 0)
+        return NULL;
+    size = (int64_t)st.st_size;
+    if (size < 0 || offset > size || n > size - offset)
+        return NULL;
+    delta = (uint64_t)offset % pg;          /* mmap's offset is whole pages */
+    p = mmap(NULL, (size_t)(delta + (uint64_t)n), PROT_READ, MAP_PRIVATE, fileno(f), (off_t)((uint64_t)offset - delta));
+    if (p == MAP_FAILED)
+        return NULL;
+    return (uint8_t *)p + delta;
+#else
+    (void)h; (void)offset; (void)n;
+    return NULL;
+#endif
+}
+
+/* The mapping's start is p rounded down to a page (mmap's result was a page,
+   p is delta < page into it). */
+NXRT_API int64_t nxrt_sys_file_unmap(uint8_t *p, int64_t n)
+{
+#ifdef NXRT_HAVE_FILE_MAP
+    uint64_t delta;
+    if (p == NULL || n <= 0)
+        return 0;
+    delta = (uint64_t)(uintptr_t)p % nxrt_page();
+    munmap((char *)p - delta, (size_t)(delta + (uint64_t)n));
+#else
+    (void)p; (void)n;
+#endif
+    return 0;
+}
+
 #ifdef NXRT_CHECKED
 /* ---- checked mode (nx_runtime.h says why it is shaped so) ---- */
 NXRT_API nxrt_region *nxrt_live;          /* sorted by base */
@@ -244,7 +307,8 @@ static const nxrt_region *nxrt_dead_at(int64_t i)
 {
     const nxrt_dead_rec *d = &nxrt_dead[(nxrt_dead_head - 1 - i + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
     nxrt_dead_view.base = d->base;
-    nxrt_dead_view.len = d->len & ~NXRT_DEAD_HELD;
+    nxrt_dead_view.len = d->len & ~(NXRT_DEAD_HELD | NXRT_DEAD_FILE);
+    nxrt_dead_view.kind = (d->len & NXRT_DEAD_FILE) ? NXRT_K_FILE : NXRT_K_MEM;
     nxrt_dead_view.map_site = d->map_site;
     nxrt_dead_view.unmap_site = d->unmap_site;
     return &nxrt_dead_view;
@@ -256,7 +320,7 @@ static void nxrt_dead_push(const nxrt_region *r, int held)
 {
     nxrt_dead_rec *d = &nxrt_dead[nxrt_dead_head];
     d->base = r->base;
-    d->len = r->len | (held ? NXRT_DEAD_HELD : 0);
+    d->len = r->len | (held ? NXRT_DEAD_HELD : 0) | (r->kind == NXRT_K_FILE ? NXRT_DEAD_FILE : 0);
     d->map_site = r->map_site;
     d->unmap_site = r->unmap_site;
     nxrt_dead_head = (nxrt_dead_head + 1) % NXRT_QUARANTINE_COUNT;
@@ -296,6 +360,7 @@ static void nxrt_record(int kind, uintptr_t a, int64_t size, const nxrt_region *
     nxrt_fault[6] = r ? r->unmap_site : -1;
     nxrt_fault[7] = site;
     nxrt_fault[8] = nxrt_stk[0];
+    nxrt_fault[9] = r ? r->kind : NXRT_K_MEM;
 }
 
 __attribute__((noreturn, cold, noinline))
@@ -469,9 +534,13 @@ static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, ui
     nxrt_site_cache c;
     nxrt_recent *e = &nxrt_recent_tab[(a >> NXRT_RECENT_SHIFT) % NXRT_RECENT];
     const nxrt_region *r;
+    int store = (align & NXRT_ACC_W) != 0;
+    align &= ~NXRT_ACC_W;
     nxrt_table_enter();
     r = nxrt_find_live(a, size);
-    if (r == NULL || (a & (align - 1)) != 0) {
+    if (r == NULL || (a & (align - 1)) != 0 || (store && r->kind == NXRT_K_FILE)) {
+        if (trap && r != NULL && (a & (align - 1)) == 0)
+            nxrt_fail(NXRT_F_READONLY, a, (int64_t)size, r, site, "invalid memory access");
         if (trap)
             nxrt_explain(a, size, align, site, "invalid memory access");
         nxrt_table_leave();
@@ -482,9 +551,13 @@ static __attribute__((noinline)) nxrt_site_cache nxrt_chk_search(uintptr_t a, ui
     c.base = r->base;
     c.span = (r->base & (align - 1)) ? 0 : ((r->len - size) >> __builtin_ctzll(align)) + 1;
     if (r->id != 0 && !nxrt_par_active) {   /* tasks running: the shared caches are read-only */
-        e->base = r->base;
-        e->len = r->len;
-        e->id = r->id;
+        /* The table shared by reads and stores never names a read-only
+           region (only this site's own entry does: a site reads or stores). */
+        if (r->kind == NXRT_K_MEM) {
+            e->base = r->base;
+            e->len = r->len;
+            e->id = r->id;
+        }
         g->base = c.base;
         g->span = c.span;
         g->id = r->id;
@@ -498,10 +571,12 @@ static inline __attribute__((always_inline)) nxrt_site_cache nxrt_chk_lookup(uin
 {
     nxrt_site_cache c;
     nxrt_recent *e;
+    uint64_t wflag = align & NXRT_ACC_W;    /* a store: passed on to the search */
+    align &= ~NXRT_ACC_W;
     /* An entry is only written with an id from nxrt_new_id (never 0), whose bit
        exists: the bit alone says whether it is still valid. */
     if (__builtin_expect(nxrt_par_active, 0))
-        return nxrt_chk_search(a, size, align, site, trap, g);   /* tasks run: the table, under its lock */
+        return nxrt_chk_search(a, size, align | wflag, site, trap, g);   /* tasks run: the table, under its lock */
     if (nxrt_rotr(a - g->base, (unsigned)__builtin_ctzll(align)) < g->span && nxrt_alive_bit(g->id)) {
         c.base = g->base;
         c.span = g->span;
@@ -516,7 +591,7 @@ static inline __attribute__((always_inline)) nxrt_site_cache nxrt_chk_lookup(uin
         g->id = e->id;
         return c;
     }
-    return nxrt_chk_search(a, size, align, site, trap, g);   /* six arguments: a tail call, nothing saved */
+    return nxrt_chk_search(a, size, align | wflag, site, trap, g);   /* six arguments: a tail call, nothing saved */
 }
 
 NXRT_API nxrt_site_cache nxrt_chk_slow(uintptr_t a, uint64_t size, uint64_t align, int site, nxrt_global_cache *g)
@@ -567,10 +642,15 @@ static int nxrt_add_live(const nxrt_region *r)
     return 0;
 }
 
-/* The oldest quarantined range is forgotten (its calloc block freed). */
+static void nxrt_file_range_free(uintptr_t base, uint64_t len);
+
+/* The oldest quarantined range is forgotten (its calloc block freed, a file
+   mapping's reserved range given back). */
 static void nxrt_quarantine_evict(void)
 {
     const nxrt_dead_rec *old = &nxrt_dead[(nxrt_dead_head - nxrt_ndead + NXRT_QUARANTINE_COUNT) % NXRT_QUARANTINE_COUNT];
+    if (old->len & NXRT_DEAD_FILE)
+        nxrt_file_range_free(old->base, old->len & ~NXRT_DEAD_FILE);
     if (old->len & NXRT_DEAD_HELD) {
         free((char *)old->base - NXRT_REDZONE);
         nxrt_dead_bytes -= old->len & ~NXRT_DEAD_HELD;
@@ -836,6 +916,7 @@ static void *nxrt_chk_mmap_locked(int64_t nbytes, int site)
     if (nbytes <= 0 || nbytes > NXRT_MMAP_MAX_BYTES)
         return NULL;
     r.chunk = -1;
+    r.kind = NXRT_K_MEM;
 #ifdef NXRT_HAVE_ARENA
     if (nbytes <= (int64_t)NXRT_ARENA_SMALL)
         r.base = (uintptr_t)nxrt_arena_take(nbytes, &r.chunk);
@@ -868,35 +949,55 @@ static void *nxrt_chk_mmap_locked(int64_t nbytes, int site)
     return (void *)r.base;
 }
 
-/* sys_munmap, checked: the range goes to the quarantine (see above). */
-static int64_t nxrt_chk_munmap_locked(void *p, int64_t nbytes, int site)
+/* A fault of sys_munmap (kind NXRT_K_MEM) or sys_file_unmap (NXRT_K_FILE):
+   the record says which call it was (nxrt_fault[9], bit 1). */
+__attribute__((noreturn, cold, noinline))
+static void nxrt_fail_unmap(int fault, uintptr_t a, const nxrt_region *r, int site, int call)
 {
-    uintptr_t a = (uintptr_t)p;
+    const char *what = call == NXRT_K_FILE ? "sys_file_unmap" : "sys_munmap";
+    nxrt_record(fault, a, 0, r, site);
+    nxrt_fault[9] |= call == NXRT_K_FILE ? 2 : 0;
+    nxrt_table_leave();                 /* held while tasks run (nx_threads.h) */
+    nx_trap(site, what);
+}
+
+/* The live region starting at p, removed from the table, in *r; faults if p
+   is not the start of a live mapping made by the call that ends `call`'s. */
+static void nxrt_take_live(uintptr_t a, int site, int call, nxrt_region *r)
+{
     int64_t lo = 0, hi = nxrt_nlive - 1, i;
-    nxrt_region r;
-    (void)nbytes;
-    if (p == NULL)
-        return 0;
     while (lo <= hi) {
         int64_t mid = lo + ((hi - lo) >> 1);      /* hi >= lo: a shift */
         if (nxrt_live[mid].base <= a) lo = mid + 1; else hi = mid - 1;
     }
     if (hi < 0 || nxrt_live[hi].base != a) {
         if (hi >= 0 && a - nxrt_live[hi].base < nxrt_live[hi].len)
-            nxrt_fail(NXRT_F_MUNMAP_INSIDE, a, 0, &nxrt_live[hi], site, "sys_munmap");
+            nxrt_fail_unmap(NXRT_F_MUNMAP_INSIDE, a, &nxrt_live[hi], site, call);
         for (i = 0; i < nxrt_ndead; i++) {
             const nxrt_region *d = nxrt_dead_at(i);
             if (d->base == a)
-                nxrt_fail(NXRT_F_MUNMAP_TWICE, a, 0, d, site, "sys_munmap");
+                nxrt_fail_unmap(NXRT_F_MUNMAP_TWICE, a, d, site, call);
         }
-        nxrt_fail(NXRT_F_MUNMAP_UNKNOWN, a, 0, NULL, site, "sys_munmap");
+        nxrt_fail_unmap(NXRT_F_MUNMAP_UNKNOWN, a, NULL, site, call);
     }
-    r = nxrt_live[hi];
+    if (nxrt_live[hi].kind != call)
+        nxrt_fail_unmap(NXRT_F_UNMAP_KIND, a, &nxrt_live[hi], site, call);
+    *r = nxrt_live[hi];
     memmove(&nxrt_live[hi], &nxrt_live[hi + 1], (size_t)(nxrt_nlive - hi - 1) * sizeof *nxrt_live);
     nxrt_nlive--;
-    nxrt_set_alive(r.id, 0);
-    nxrt_recent_forget(r.base, r.len);
-    r.unmap_site = site;
+    nxrt_set_alive(r->id, 0);
+    nxrt_recent_forget(r->base, r->len);
+    r->unmap_site = site;
+}
+
+/* sys_munmap, checked: the range goes to the quarantine (see above). */
+static int64_t nxrt_chk_munmap_locked(void *p, int64_t nbytes, int site)
+{
+    nxrt_region r;
+    (void)nbytes;
+    if (p == NULL)
+        return 0;
+    nxrt_take_live((uintptr_t)p, site, NXRT_K_MEM, &r);
 #ifdef NXRT_HAVE_ARENA
     if (r.chunk >= 0 || r.chunk == NXRT_CHUNK_BIG) {
         /* Its address is never handed out again: the record alone is kept (it
@@ -944,20 +1045,87 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site)
 }
 
 /* The externs that take a buffer, checked: its n bytes must lie inside one
-   live mapping, else the fault is reported at the call's site as `what`. */
-static void nxrt_chk_range(const void *buf, int64_t n, int site, const char *what)
+   live mapping (one that is not read-only, if `store`: the extern writes
+   there), else the fault is reported at the call's site as `what`. */
+static void nxrt_chk_range(const void *buf, int64_t n, int site, const char *what, int store)
 {
+    const nxrt_region *r = NULL;
     nxrt_table_enter();
-    if (n > 0 && nxrt_find_live((uintptr_t)buf, (uint64_t)n) == NULL)
+    if (n > 0 && (r = nxrt_find_live((uintptr_t)buf, (uint64_t)n)) == NULL)
         nxrt_explain((uintptr_t)buf, (uint64_t)n, 1, site, what);
+    if (n > 0 && store && r->kind == NXRT_K_FILE)
+        nxrt_fail(NXRT_F_READONLY, (uintptr_t)buf, n, r, site, what);
     nxrt_table_leave();
+}
+
+/* A file mapping's pages, once it ends: the range stays reserved (PROT_NONE,
+   no memory), as the arena's do, so that no later mapping of anyone lands
+   where a stale pointer into the file points; given back when its record
+   leaves the quarantine (nxrt_file_range_free). */
+static void nxrt_file_range_hold(uintptr_t base, uint64_t len)
+{
+#if defined(NXRT_HAVE_FILE_MAP) && defined(__linux__)
+    uint64_t pg = nxrt_page(), delta = base % pg;
+    if (mmap((void *)(base - delta), (size_t)(delta + len), PROT_NONE,
+             MAP_PRIVATE | 0x20 /* MAP_ANONYMOUS */ | 0x4000 /* MAP_NORESERVE */ | MAP_FIXED, -1, 0) != MAP_FAILED)
+        return;
+#endif
+    nxrt_sys_file_unmap((uint8_t *)base, (int64_t)len);
+}
+
+static void nxrt_file_range_free(uintptr_t base, uint64_t len)
+{
+    nxrt_sys_file_unmap((uint8_t *)base, (int64_t)len);   /* the reservation, page-rounded the same way */
+}
+
+/* sys_file_map, checked: a region no store may reach (NXRT_K_FILE). */
+NXRT_API uint8_t *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site)
+{
+    nxrt_region r;
+    uint8_t *p = nxrt_sys_file_map(h, offset, n);
+    if (p == NULL)
+        return NULL;
+    r.base = (uintptr_t)p;
+    r.len = (uint64_t)n;
+    r.block = NULL;
+    r.chunk = -1;
+    r.map_site = site;
+    r.unmap_site = -1;
+    r.kind = NXRT_K_FILE;
+    nxrt_table_enter();
+    r.id = nxrt_new_id();
+    if (nxrt_add_live(&r) != 0) {
+        nxrt_table_leave();
+        nxrt_sys_file_unmap(p, n);
+        return NULL;
+    }
+    nxrt_table_leave();
+    return p;
+}
+
+/* sys_file_unmap, checked: p must be what sys_file_map returned (and n its
+   length: the record's is used); the range is quarantined as sys_munmap's. */
+NXRT_API int64_t nxrt_chk_sys_file_unmap(uint8_t *p, int64_t n, int site)
+{
+    nxrt_region r;
+    (void)n;
+    if (p == NULL)
+        return 0;
+    nxrt_table_enter();
+    nxrt_take_live((uintptr_t)p, site, NXRT_K_FILE, &r);
+    nxrt_file_range_hold(r.base, r.len);
+    if (nxrt_ndead == NXRT_QUARANTINE_COUNT)
+        nxrt_quarantine_evict();
+    nxrt_dead_push(&r, 0);
+    nxrt_table_leave();
+    return 0;
 }
 
 /* sys_write, checked (the standard streams; other fds are refused anyway). */
 NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site)
 {
     if (fd == 1 || fd == 2)
-        nxrt_chk_range(buf, n, site, "sys_write");
+        nxrt_chk_range(buf, n, site, "sys_write", 0);
     return nxrt_sys_write(fd, buf, n);
 }
 
@@ -965,13 +1133,13 @@ NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site)
    into, memory that must lie inside one mapping. */
 NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site)
 {
-    nxrt_chk_range(path, n, site, "sys_file_open");
+    nxrt_chk_range(path, n, site, "sys_file_open", 0);
     return nxrt_sys_file_open(path, n);
 }
 
 NXRT_API int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site)
 {
-    nxrt_chk_range(buf, n, site, "sys_file_read");
+    nxrt_chk_range(buf, n, site, "sys_file_read", 1);
     return nxrt_sys_file_read(h, offset, buf, n);
 }
 
@@ -986,6 +1154,7 @@ NXRT_API int nxrt_buf_register(void *p, int64_t nbytes, int arg)
     b->len = (uint64_t)nbytes;
     b->block = NULL;
     b->chunk = -1;
+    b->kind = NXRT_K_MEM;
     b->map_site = -2 - arg;
     b->unmap_site = -1;
     b->id = nxrt_new_id();

@@ -447,6 +447,12 @@ NXRT_API int64_t nxrt_sys_file_open(uint8_t *path, int64_t n);
 NXRT_API int64_t nxrt_sys_file_size(int64_t h);
 NXRT_API int64_t nxrt_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n);
 NXRT_API int64_t nxrt_sys_file_close(int64_t h);
+/* sys_file_map: n bytes of an open file from `offset`, mapped read-only
+   (PROT_READ, MAP_PRIVATE: the page cache's pages, not a copy), or NULL (not
+   an open handle, n <= 0, offset < 0, past the end of the file, or no mmap on
+   this system: the caller then reads). sys_file_unmap ends it: 0. */
+NXRT_API uint8_t *nxrt_sys_file_map(int64_t h, int64_t offset, int64_t n);
+NXRT_API int64_t nxrt_sys_file_unmap(uint8_t *p, int64_t n);
 
 #ifdef NXRT_CHECKED
 /* ------------------------------------------------------------------------ */
@@ -511,8 +517,18 @@ NXRT_API int64_t nxrt_sys_file_close(int64_t h);
 enum {
     NXRT_F_NONE = 0, NXRT_F_NULL = 1, NXRT_F_OOB = 2, NXRT_F_BEFORE = 3, NXRT_F_UNMAPPED = 4,
     NXRT_F_MISALIGNED = 5, NXRT_F_WILD = 6, NXRT_F_MUNMAP_TWICE = 7, NXRT_F_MUNMAP_INSIDE = 8,
-    NXRT_F_MUNMAP_UNKNOWN = 9, NXRT_F_STACK = 10, NXRT_F_RANGE = 11
+    NXRT_F_MUNMAP_UNKNOWN = 9, NXRT_F_STACK = 10, NXRT_F_RANGE = 11, NXRT_F_READONLY = 12,
+    NXRT_F_UNMAP_KIND = 13
 };
+/* What made a region (nxrt_region.kind): sys_mmap's memory (or a numpy array)
+   or sys_file_map's read-only pages, which no store may reach and only
+   sys_file_unmap ends. A fault's record says it (nxrt_fault[9], bit 0; bit 1:
+   the call that faulted was sys_file_unmap), for its words. */
+#define NXRT_K_MEM 0
+#define NXRT_K_FILE 1
+/* Or'd into a lookup's alignment: the access is a store (a read-only region
+   fails it). Alignments are small powers of two, so the flag never collides. */
+#define NXRT_ACC_W ((uint64_t)1 << 32)
 
 typedef struct {
     uintptr_t base;         /* what the program sees */
@@ -521,6 +537,7 @@ typedef struct {
     int32_t chunk;          /* the arena chunk holding it (nx_runtime.c), -1: none */
     int32_t map_site;       /* site of sys_mmap; <= -2: API argument -2-k */
     int32_t unmap_site;     /* site of sys_munmap, -1 while live */
+    int32_t kind;           /* NXRT_K_MEM or NXRT_K_FILE (in what was padding) */
     uint64_t id;            /* unique per mapping (nxrt_alive); 0: none */
 } nxrt_region;
 
@@ -533,6 +550,7 @@ typedef struct {
     int32_t map_site, unmap_site;
 } nxrt_dead_rec;
 #define NXRT_DEAD_HELD ((uint64_t)1 << 63)
+#define NXRT_DEAD_FILE ((uint64_t)1 << 62)      /* a file mapping's range, kept reserved */
 
 typedef struct { uintptr_t base; uint64_t span; } nxrt_site_cache;
 
@@ -648,10 +666,14 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
    which a global table could not be, as any store might alias it).  The
    generated code forgets them (span 0) after every call that may reach
    sys_munmap, the only way a mapping ends. */
-#define NXRT_CHK(T, addr, K, SITE) (*(T *)__extension__({                                  \
+#define NXRT_CHK(T, addr, K, SITE) NXRT_CHK_(T, addr, K, SITE, 0)
+/* A store: the same, and the mapping must not be read-only (its cache pair is
+   never shared with reads: nxc/backend/c/checked.py, cache_for). */
+#define NXRT_CHKW(T, addr, K, SITE) NXRT_CHK_(T, addr, K, SITE, NXRT_ACC_W)
+#define NXRT_CHK_(T, addr, K, SITE, W) (*(T *)__extension__({                              \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (__builtin_expect(nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K, 0)) { \
-            nxrt_site_cache nx_c = NXRT_SLOW_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));                 \
+            nxrt_site_cache nx_c = NXRT_SLOW_CALL(nx_a, sizeof(T), _Alignof(T) | (W), (SITE));          \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
@@ -661,10 +683,12 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
    accesses of one place are valid, and never traps.  They use a cache pair
    of their own, as NXRT_CHK does.
    NXRT_TRY: one access to a T at `addr` is valid. */
-#define NXRT_TRY(T, addr, K, SITE) __extension__({                                           \
+#define NXRT_TRY(T, addr, K, SITE) NXRT_TRY_(T, addr, K, SITE, 0)
+#define NXRT_TRYW(T, addr, K, SITE) NXRT_TRY_(T, addr, K, SITE, NXRT_ACC_W)
+#define NXRT_TRY_(T, addr, K, SITE, W) __extension__({                                      \
         uintptr_t nx_a = (uintptr_t)(addr);                                                  \
         if (nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T))) >= nx_cs##K && !NXRT_RECENT_FILL(T, nx_a, K)) { \
-            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));       \
+            nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T) | (W), (SITE)); \
             nx_cb##K = nx_c.base;                                                             \
             nx_cs##K = nx_c.span;                                                             \
         }                                                                                     \
@@ -674,12 +698,14 @@ NXRT_API __attribute__((noinline)) nxrt_site_cache nxrt_chk_try_here(uintptr_t a
    aligned: position k of the first (rotr as in NXRT_CHK) and k + reach <
    span.  Only for a T whose size is its alignment (a scalar or pointer), so
    one position is one element; the emitter uses it for nothing else. */
-#define NXRT_SPAN1(T, first, n, K, SITE) __extension__({                                    \
+#define NXRT_SPAN1(T, first, n, K, SITE) NXRT_SPAN1_(T, first, n, K, SITE, 0)
+#define NXRT_SPAN1W(T, first, n, K, SITE) NXRT_SPAN1_(T, first, n, K, SITE, NXRT_ACC_W)
+#define NXRT_SPAN1_(T, first, n, K, SITE, W) __extension__({                               \
         uintptr_t nx_a = (uintptr_t)(first);                                                 \
         uint64_t nx_k = nxrt_rotr(nx_a - nx_cb##K, NXRT_LOG2(_Alignof(T)));                  \
         if (nx_k >= nx_cs##K) {                                                               \
             if (!NXRT_RECENT_FILL(T, nx_a, K)) {                                              \
-                nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T), (SITE));   \
+                nxrt_site_cache nx_c = NXRT_TRY_CALL(nx_a, sizeof(T), _Alignof(T) | (W), (SITE)); \
                 nx_cb##K = nx_c.base;                                                         \
                 nx_cs##K = nx_c.span;                                                         \
             }                                                                                 \
@@ -714,6 +740,8 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site);
 NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site);
+NXRT_API uint8_t *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site);
+NXRT_API int64_t nxrt_chk_sys_file_unmap(uint8_t *p, int64_t n, int site);
 NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes);
 NXRT_API int nxrt_buf_register(void *p, int64_t nbytes, int arg);
 NXRT_API void nxrt_buf_clear(void);

@@ -27,7 +27,8 @@ from nxc.syntax import ast
 # Externs that read or write memory or end a mapping (the rest are pure float32 operations).
 # sys_parallel_for runs a task, which may do anything a function may.
 MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
-                            "sys_file_close", "sys_file_size", "sys_parallel_for"})
+                            "sys_file_close", "sys_file_size", "sys_file_map", "sys_file_unmap",
+                            "sys_parallel_for"})
 
 
 def recorded(program) -> Recorded | None:

@@ -45,7 +45,8 @@ def may_unmap(program, functions=None, known=(), calls_of=None) -> set[str]:
     calls_of = calls_of or (lambda fn: calls_in(fn.decl.body, sym))
     callees = {fn.decl.name: calls_of(fn) for fn in (program.functions if functions is None else functions)}
     # sys_parallel_for: its task may unmap (its own scratch), like any callee
-    result = {"sys_munmap", "sys_parallel_for", *known}
+    # sys_file_unmap ends a mapping as sys_munmap does (a file's, nx_src/nx_file.nx).
+    result = {"sys_munmap", "sys_file_unmap", "sys_parallel_for", *known}
     changed = True
     while changed:
         changed = False

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
 import time
 
 import numpy as np
@@ -97,7 +96,7 @@ class Qwen3:
     """A Qwen3 model loaded from a GGUF file into nx memory."""
 
     def __init__(self, path, backend: str = "c", checked: bool = True, threads: int | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, mmap: bool = True):
         import nxc
         self.threads = default_threads() if threads is None else threads
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or not 1 <= self.threads <= 256:
@@ -113,8 +112,10 @@ class Qwen3:
         name = np.frombuffer(raw, np.uint8).copy()
         self._g = self.nx.nx_gguf_new()
         self._m = self.nx.nx_qwen3_model_new()
-        with _LoadProgress(self.path, progress):
-            code = self.nx.nx_gguf_qwen3_from_file(name, len(name), self._g, self._m)
+        # mmap: the tensors are packed from a read-only mapping of the file, one tensor mapped at
+        # a time (nx_gguf_load_weight); mmap=False reads each into memory of its own first.
+        self.nx.nx_gguf_set_map(self._g, 1 if mmap else 0)
+        code = self._load(name, _LoadProgress(self.path, progress))
         if code != 0:
             msg = self._describe(code)
             self.close()            # frees what was loaded before the failure
@@ -123,6 +124,26 @@ class Qwen3:
         self.config = dict(zip(_CONFIG, c))
         self.config["rope_theta"] = float(_f32(np.array([c[8]]))[0])
         self.config["rms_eps"] = float(_f32(np.array([c[9]]))[0])
+
+    def _load(self, name: np.ndarray, progress: "_LoadProgress") -> int:
+        """nx_gguf_qwen3_from_file in its steps (nx_gguf.nx), a progress line after each layer."""
+        nx, g, m = self.nx, self._g, self._m
+        code = nx.nx_gguf_open(name, len(name), g)
+        if code == 0:
+            code = nx.nx_gguf_load_qwen3_begin(g, m)
+            n = nx.nx_qwen3_config(m, 0) if code == 0 else 0
+            progress.start(n)
+            for layer in range(n):
+                progress.layer(layer, g.loaded)
+                code = nx.nx_gguf_load_qwen3_layer(g, m, layer)
+                if code != 0:
+                    break
+            if code == 0:
+                code = nx.nx_gguf_load_qwen3_end(g, m)
+            progress.end(g.loaded, code == 0)
+        if g.h >= 0:
+            nx.nx_gguf_close(g)
+        return code
 
     def close(self) -> None:
         """Free the model's nx memory (the weights); the object cannot run afterwards."""
@@ -270,71 +291,61 @@ class Session:
 
 
 def load(path, backend: str = "c", checked: bool = True, threads: int | None = None,
-         progress: bool | None = None) -> Qwen3:
+         progress: bool | None = None, mmap: bool = True) -> Qwen3:
     """Load a Qwen3 GGUF (F32 / F16 / BF16 / Q8_0 / Q4_0 / Q4_K / Q5_K / Q6_K tensors) with the
     nx reader; raises Qwen3Error.
 
     checked=False builds the C without memory checks (faster; a fault may then crash the
     process instead of raising). threads: how many threads the linear layers use (None: every
-    core this process may run on; the results are the same bits for any count). progress: a line on stderr while the weights are read
-    (None: only when stderr is a terminal and the file is over 256 MB)."""
-    return Qwen3(path, backend, checked=checked, threads=threads, progress=progress)
+    core this process may run on; the results are the same bits for any count). progress: a line
+    on stderr after each layer while the weights load (None: only when stderr is a terminal and
+    the file is over 256 MB). mmap: the tensors are packed from a read-only mapping of the file
+    (default; one tensor mapped at a time); mmap=False reads each tensor into memory first (the
+    same model, bit for bit)."""
+    return Qwen3(path, backend, checked=checked, threads=threads, progress=progress, mmap=mmap)
 
 
 class _LoadProgress:
-    """Bytes read so far, on stderr, while one nx call reads the file.
+    """A line on stderr, rewritten after each layer the loader finishes (nx_gguf_load_qwen3_layer):
+    layers done, tensor bytes loaded against the file's size, seconds so far."""
 
-    The whole load is one call into nx code (cffi releases the GIL), so a thread watches the
-    process's read count (/proc/self/io rchar) against the file's size."""
-
-    def __init__(self, path: str, enabled: bool | None):
+    def __init__(self, path: str, enabled: bool | None, stream=None):
         self._name = os.path.basename(path)
+        self._stream = sys.stderr if stream is None else stream
         try:
             self.size = os.path.getsize(path)
         except OSError:
             self.size = 0
         if enabled is None:
-            enabled = sys.stderr.isatty() and self.size > (256 << 20)
-        self.enabled = bool(enabled) and self.size > 0 and os.path.exists("/proc/self/io")
-        self._stop = threading.Event()
+            enabled = self._stream.isatty() and self.size > (256 << 20)
+        self.enabled = bool(enabled) and self.size > 0
+        self.layers = 0
+        self._t0 = time.monotonic()
 
-    @staticmethod
-    def _rchar() -> int:
-        with open("/proc/self/io") as f:
-            for line in f:
-                if line.startswith("rchar:"):
-                    return int(line.split()[1])
-        return 0
+    def start(self, layers: int) -> None:
+        self.layers = layers
+        self._t0 = time.monotonic()
 
-    def _watch(self, start: int, t0: float) -> None:
-        while not self._stop.wait(0.5):
-            done = min(self._rchar() - start, self.size)
-            self._line(done, time.monotonic() - t0)
+    def layer(self, done: int, loaded: int) -> None:
+        if self.enabled:
+            self._line(done, loaded)
 
-    def _line(self, done: int, secs: float) -> None:
-        frac = done / self.size
+    def end(self, loaded: int, ok: bool) -> None:
+        if self.enabled and self.layers:
+            if ok:
+                self._line(self.layers, loaded)
+            print(file=self._stream, flush=True)
+
+    def _line(self, done: int, loaded: int) -> None:
+        frac = done / self.layers if self.layers else 1.0
         bar = "#" * int(frac * 30)
-        print(f"\rloading {self._name} [{bar:<30}] "
-              f"{done / 2**20:,.0f} / {self.size / 2**20:,.0f} MiB {secs:.1f} s",
-              end="", file=sys.stderr, flush=True)
-
-    def __enter__(self):
-        if self.enabled:
-            self._t0 = time.monotonic()
-            self._thread = threading.Thread(target=self._watch, args=(self._rchar(), self._t0), daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self._stop.set()
-            self._thread.join()
-            self._line(self.size, time.monotonic() - self._t0)
-            print(file=sys.stderr, flush=True)
+        print(f"\rloading {self._name} [{bar:<30}] layer {done}/{self.layers}, "
+              f"{loaded / 2**20:,.0f} / {self.size / 2**20:,.0f} MiB, {time.monotonic() - self._t0:.1f} s",
+              end="", file=self._stream, flush=True)
 
 
 def text_encoder(path, *, backend: str = "c", checked: bool = True, threads: int | None = None,
-                 progress: bool | None = None, **kw):
+                 progress: bool | None = None, mmap: bool = True, **kw):
     """The Z-Image text encoder (nxc/models/text_encoder.py) of one GGUF file: its model and
     its tokenizer. Raises Qwen3Error or text_encoder.EncoderError."""
     from nxc.models.text_encoder import EncoderError, TextEncoder
@@ -343,7 +354,7 @@ def text_encoder(path, *, backend: str = "c", checked: bool = True, threads: int
         tok = Tokenizer.from_gguf(path)
     except TokenizerError as e:
         raise EncoderError(str(e)) from None
-    return TextEncoder(load(path, backend, checked=checked, threads=threads, progress=progress), tok, **kw)
+    return TextEncoder(load(path, backend, checked=checked, threads=threads, progress=progress, mmap=mmap), tok, **kw)
 
 
 def encode_main(argv=None) -> int:
@@ -368,10 +379,13 @@ def encode_main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="threads for the linear layers (default: all cores; same results for any count)")
     ap.add_argument("--show-template", action="store_true", help="print the templated text and its tokens")
     ap.add_argument("--no-progress", action="store_true", help="no progress line while the weights load")
+    ap.add_argument("--progress", action="store_true", help="a progress line even when stderr is not a terminal")
+    ap.add_argument("--no-mmap", action="store_true", help="read the tensors instead of mapping the file")
     args = ap.parse_args(argv)
     try:
         enc = text_encoder(args.model, backend=args.backend, checked=not args.unchecked,
-                           threads=args.threads, progress=False if args.no_progress else None,
+                           threads=args.threads, mmap=not args.no_mmap,
+                           progress=False if args.no_progress else (True if args.progress else None),
                            max_length=args.max_length, layer=args.layer)
         if args.show_template:
             print(repr(enc.template(args.prompt)))

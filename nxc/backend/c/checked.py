@@ -57,7 +57,10 @@ class CheckedMixin:
         t = c_type(self.ty(e))
         site = self.site(e.pos, f"{mode} of {access_type_name(self.ty(e))}", "access")
         address = self.address(e)
-        return f"NXRT_CHK({t}, {address}, {self.cache_for(address, t)}, {site})"
+        store = mode == "write"
+        # A store must not reach a read-only mapping (sys_file_map's): NXRT_CHKW tells the
+        # runtime, and its cache pair is its own (a read's entry may name such a mapping).
+        return f"NXRT_CHK{'W' if store else ''}({t}, {address}, {self.cache_for(address, t, store)}, {site})"
 
     def address(self, e: ast.Expr) -> str:
         """The address of a memory place as a uintptr_t expression, not checked
@@ -85,10 +88,11 @@ class CheckedMixin:
             return f"((uintptr_t)({pointer}))"
         raise TypeError(f"not a memory place: {type(e).__name__}")
 
-    def cache_for(self, address: str, t: str) -> int:
+    def cache_for(self, address: str, t: str, store: bool = False) -> int:
         """The cache pair of the place whose address() was just written: accesses
-        through the same pointer at the same type share one (see cache_of)."""
-        key = (self.pointer_text.pop() if self.pointer_text else address, cache_shape(t))
+        through the same pointer at the same type share one (see cache_of), reads
+        and stores apart (a read may cache a read-only mapping, a store must not)."""
+        key = (self.pointer_text.pop() if self.pointer_text else address, cache_shape(t), store)
         self.pointer_text = []
         k = self.cache_of.get(key)
         if k is None:
@@ -124,12 +128,12 @@ class CheckedMixin:
         for f in plan.fixed:            # first: the ranges below read the base fields
             t = c_type(self.ty(f.node))
             addr = self.address(f.node)
-            k = self.cache_for(addr, t)
+            k = self.cache_for(addr, t, f.store)
             fields[f.node] = addr
             if f.node not in done:
                 site = self.site(f.node.pos, f"{'write' if f.store else 'read'} of "
                                  f"{access_type_name(self.ty(f.node))}", "access")
-                tests.append(f"NXRT_TRY({t}, {addr}, {k}, {site})")
+                tests.append(f"NXRT_TRY{'W' if f.store else ''}({t}, {addr}, {k}, {site})")
         spans = []
         need_stores = any(f.base_of and f.node not in self.apart_done for f in plan.fixed)
         for r in plan.ranges:
@@ -137,7 +141,7 @@ class CheckedMixin:
                 continue
             t = c_type(self.ty(r.node))
             first = self.address(r.node)
-            k = self.cache_for(first, t)
+            k = self.cache_for(first, t, r.store)
             if len(r.terms) == 1 and r.terms[0][1] is None:
                 # `p[I + d]`: the last element is n = iterations - 1 after the first
                 reach, test = counts[r.terms[0][0]], ""
@@ -150,7 +154,8 @@ class CheckedMixin:
             if r.node not in done:
                 site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of "
                                  f"{access_type_name(self.ty(r.node))}", "access")
-                test += f"{' && ' if test else ''}NXRT_SPAN1({t}, {first}, {reach}, {k}, {site})"
+                span = "NXRT_SPAN1W" if r.store else "NXRT_SPAN1"
+                test += f"{' && ' if test else ''}{span}({t}, {first}, {reach}, {k}, {site})"
             if test:
                 tests.append(f"({runs_in[r.region]}{test})")
         # No store of the nest may overwrite a pointer some range was computed from.

@@ -40,8 +40,8 @@ _F = fault_table()
 # Fault kinds (the enum in runtime/nx_runtime.h, from the table).
 F_NONE, F_NULL, F_OOB, F_BEFORE, F_UNMAPPED, F_MISALIGNED, F_WILD = (
     _F.KINDS[k] for k in ("none", "null", "oob", "before", "unmapped", "misaligned", "wild"))
-F_MUNMAP_TWICE, F_MUNMAP_INSIDE, F_MUNMAP_UNKNOWN, F_STACK = (
-    _F.KINDS[k] for k in ("munmap_twice", "munmap_inside", "munmap_unknown", "stack"))
+F_MUNMAP_TWICE, F_MUNMAP_INSIDE, F_MUNMAP_UNKNOWN, F_STACK, F_READONLY, F_UNMAP_KIND = (
+    _F.KINDS[k] for k in ("munmap_twice", "munmap_inside", "munmap_unknown", "stack", "readonly", "unmap_kind"))
 _M64 = (1 << 64) - 1
 
 
@@ -58,6 +58,10 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
     `what` overrides the access's description (the Python API reading a field);
     `arg_name(k)` names the Python API's argument k (buffers it registered)."""
     kind, a, size, base, length, map_site, unmap_site, site = (int(x) for x in info[:8])
+    # info[9]: bit 0, the mapping concerned is sys_file_map's; bit 1, the call was sys_file_unmap
+    flags = int(info[9]) if len(info) > 9 else 0
+    maker = "sys_file_map" if flags & 1 else "sys_mmap"
+    fn = "sys_file_unmap" if flags & 2 else "sys_munmap"
     a &= _M64
     base &= _M64
     s = site_at(sites, site)
@@ -79,7 +83,11 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
         return _F.null_text(what, a)
     if kind == F_UNMAPPED:
         return _F.fault_text("unmapped", what=what, a=a, offset=a - base, length=length, base=base,
-                             mapped_at=mapped_at(), unmapped_at=site_where(sites, unmap_site))
+                             mapped_at=mapped_at(), unmapped_at=site_where(sites, unmap_site),
+                             fn=_F.UNMAP_OF[maker])
+    if kind == F_READONLY:
+        return _F.fault_text("readonly", what=what, a=a, offset=a - base, length=length, base=base,
+                             mapped_at=mapped_at())
     if kind == F_OOB:
         gone = "" if unmap_site < 0 else _F.suffix("gone", where=site_where(sites, unmap_site))
         return _F.fault_text("oob", what=what, a=a, offset=a - base, length=length, base=base,
@@ -92,11 +100,13 @@ def describe(info, sites, what: str | None = None, arg_name=None) -> str:
     if kind == F_WILD:
         return _F.fault_text("wild", what=what, a=a)
     if kind == F_MUNMAP_TWICE:
-        return _F.fault_text("munmap_twice", a=a, length=length, unmapped_at=site_where(sites, unmap_site))
+        return _F.fault_text("munmap_twice", a=a, length=length, unmapped_at=site_where(sites, unmap_site), fn=fn)
     if kind == F_MUNMAP_INSIDE:
-        return _F.fault_text("munmap_inside", a=a, offset=a - base, length=length, base=base)
+        return _F.fault_text("munmap_inside", a=a, offset=a - base, length=length, base=base, fn=fn)
     if kind == F_MUNMAP_UNKNOWN:
-        return _F.fault_text("munmap_unknown", a=a)
+        return _F.fault_text("munmap_unknown", a=a, fn=fn, maker=_F.MAKER_OF[fn])
+    if kind == F_UNMAP_KIND:
+        return _F.fault_text("unmap_kind", a=a, length=length, fn=fn, maker=maker)
     if kind == F_STACK:
         return _F.fault_text("stack", depth=size)
     return s.what if s is not None else "runtime error"

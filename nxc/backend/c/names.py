@@ -20,7 +20,8 @@ _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64
 
 # Externs that take or give memory: checked builds call the runtime's
 # nxrt_chk_* twin, which checks the range against the live mappings.
-CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_parallel_for")
+CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_file_map",
+                   "sys_file_unmap", "sys_parallel_for")
 
 
 def c_type(t: Type) -> str:

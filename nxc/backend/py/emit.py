@@ -19,9 +19,9 @@ when no overflow happened, which is the common case.
 
 Memory. An access is inline (no call on the fast path):
     load:   (_Vq[_a >> 3] if _SH[(_a := ADDR)] & 8 else _ld(_a, SITE))
-    store:  _VQ[_a >> 3 if _SH[(_a := ADDR)] & 8 else _st(_a, SITE)] = VALUE
-where _SH is the shadow of runtime/nx_memory.py (bit `size` set = an access
-of that size may start here) and _ld / _st handle 64-bit wrap-around and
+    store:  _VQ[_a >> 3 if _SH[(_a := ADDR)] & 128 else _st(_a, SITE)] = VALUE
+where _SH is the shadow of runtime/nx_memory.py (bit `size` set = a load
+of that size may start here, bit `size << 4` = a store) and _ld / _st handle 64-bit wrap-around and
 raise the located fault. Python evaluates the right side of an assignment
 before its target, which is the nx rule (value before place). An address
 beyond the arena makes the shadow subscript raise IndexError; nxc/backend/py/run.py
@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 
 # The externs whose memory faults are located at the call (runtime/nx_memory.py),
 # as checked C's nxrt_chk_* wrappers are.
-SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_parallel_for")
+SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_file_map",
+                 "sys_file_unmap", "sys_parallel_for")
 
 
 from nxc import __version__

@@ -1,7 +1,10 @@
 """Python backend: checked memory accesses as inline Python text.
 
     load:   (_Vq[_a >> 3] if _SH[(_a := ADDR)] & 8 else _ld(_a, SITE))
-    store:  _VQ[_a >> 3 if _SH[(_a := ADDR)] & 8 else _st(_a, SITE)] = VALUE
+    store:  _VQ[_a >> 3 if _SH[(_a := ADDR)] & 128 else _st(_a, SITE)] = VALUE
+
+(a store tests the shadow's high nibble, clear in a read-only file mapping:
+runtime/nx_memory.py)
 
 A mixin of the Python FunctionEmitter (emit.py), which provides `ex`,
 `value`, `site` and the checker's tables (`ty`, `const`, `info`)."""
@@ -82,4 +85,4 @@ class MemoryEmitter:
         else:
             view, shift = view_for(t)
         var, check, idx, size, site = self.access(addr, t, pos, "w", shift, fixed)
-        return f"{view}[{idx} if {check} & {size} else _st({var}, {site})] = {strip(text)}"
+        return f"{view}[{idx} if {check} & {size << 4} else _st({var}, {site})] = {strip(text)}"
