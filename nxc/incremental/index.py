@@ -60,6 +60,7 @@ class ModuleIndex:
         self._looked: dict[str, dict | None] = {}
         self._reached: dict[tuple, frozenset | None] = {}
         self._adopted: set[str] = set()     # entries brought up to date by other processes (adopt)
+        self.views: dict[tuple, dict] = {}  # the planner's per-run view of each entry (plan._indexed_view)
 
     # ---- disk ----
     @classmethod

@@ -101,15 +101,26 @@ def _plan_unit(unit, options, index: ModuleIndex) -> Decision:
         recorded, why = results_cache.unit_pass(key)
         if recorded is None:
             if not extra:       # for the worker's recorded path (plan_in_worker)
-                unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
-                                       "imports": [index.resolve(name, path, options.include)
-                                                   for name in entry["imports"]]}
+                unit.indexed = {path: _indexed_view(index, path, entry, options.include)
                                 for path, entry in closure.items()}
             return Decision(FULL, f"not cached on {item.backend}: {why}")
         passes.append(recorded)
     return Decision(CACHED, f"passed before under unit key {key[:12]}: same sources of its {len(closure)} "
                             f"module{'s' if len(closure) != 1 else ''}, options and files",
                     passes=passes, modules=sorted(closure))
+
+
+def _indexed_view(index: ModuleIndex, path: str, entry: dict, include) -> dict:
+    """What a unit's `indexed` holds of one module: made once per module and
+    run, and shared by every unit whose closure holds it (at 800 modules,
+    making it per unit resolved 228,000 imports before any worker started)."""
+    memo = index.views
+    key = (path, tuple(include or ()))
+    view = memo.get(key)
+    if view is None:
+        view = memo[key] = {"digest": entry["digest"], "interface": entry.get("interface"),
+                            "imports": [index.resolve(name, path, include) for name in entry["imports"]]}
+    return view
 
 
 # ---------------------------------------------------------------- the worker's step
