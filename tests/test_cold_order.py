@@ -239,3 +239,31 @@ def test_a_killed_cold_run_leaves_a_cache_the_next_run_builds_on(tmp_path):
     assert len(rebuilt) == len(set(rebuilt))
     after = {n for n in os.listdir(obj) if n.endswith(".o")}
     assert kept <= after and len(after) - len(kept) == len(rebuilt), (len(kept), len(after), rebuilt)
+
+
+# ---------------------------------------------------------------- the cold index, made elsewhere
+def test_adopted_entries_are_checked_against_the_file_as_any_entry_is(tmp_path, monkeypatch):
+    from nxc.incremental.index import ModuleIndex, fresh_entries
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    base = tmp_path / "base.nx"
+    top = tmp_path / "top.nx"
+    base.write_text("func one() -> i64 {\n    return 1\n}\n")
+    top.write_text('import "base.nx"\n\nfunc main() -> i64 {\n    return one() - 1\n}\n')
+    from nxc.incremental.keys import RACY_NS
+    time.sleep(RACY_NS / 1e9 + 0.2)     # settled (the racy-clean rule): their stats may be recorded
+    paths = [os.path.realpath(str(top)), os.path.realpath(str(base))]
+    index = ModuleIndex()
+    assert index.stale(paths) == paths
+    found, counters = fresh_entries(paths)
+    assert counters["parsed"] == 2 and found[paths[0]]["imports"] == ["base.nx"]
+    index.adopt(found, counters)
+    assert index.stale(paths) == []
+    assert set(index.closure(paths[0])) == set(paths)
+    assert index.counters["parsed"] == 2 and index.counters["stat_hits"] == 0    # counted where it was made
+    # A file changed after its entry was made elsewhere: read and parsed again here.
+    again = ModuleIndex()
+    again.adopt(*fresh_entries(paths))
+    top.write_text('import "base.nx"\n\nfunc main() -> i64 {\n    return one() - 2 + 1\n}\n')
+    assert again.stale(paths) == [paths[0]]
+    assert again.module(paths[0])["digest"] != found[paths[0]]["digest"]
+    assert again.counters["parsed"] == 3
