@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 
 from nxc.gates import execute, nochange, partition, pool, recorded_run
+from nxc.incremental import plan
 from nxc.incremental import results as results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
@@ -160,7 +161,8 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     # Units whose recorded pass is found from the module index alone: reported
     # now, nothing of them parsed or checked (nxc/gates/nochange.py).
-    fast, to_run, run.stats = nochange.split_cached(units, options)
+    fast, to_run, run.stats = nochange.split_cached(
+        units, options, pool.fresh_entries_across(workers) if workers > 1 else None)
     workers = max(1, min(run.jobs, len(to_run)))
     if to_run:
         execute.warm_up()
@@ -173,17 +175,20 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
         elif not on_results([r for u in units for r in fast.get(u.path, [])]):
             pass
         else:
-            # Biggest closures first (a cold gate compiles the objects of its
-            # closure: the long poles), by the planner's view of each closure
-            # when it has one, then the biggest modules; with --ff the last
-            # failures before them.
-            ordered = sorted(to_run, key=lambda u: (
-                not any(results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
-                -len(u.indexed or ()), -_size(u.path)))
+            # Each unit after the units of its closure (their objects, records
+            # and verdicts are then there: a cold gate compiles its own module
+            # only), the most waited for first; with --ff the last failures
+            # before all (nxc/incremental/plan.py, build_order).
+            order = plan.build_order(to_run, first=lambda u: any(
+                results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items))
+            for u in order.units:
+                why = order.reasons.get(u.path)
+                if why:
+                    u.plan_reason = "; ".join(filter(None, [u.plan_reason, why]))
             workers_pool = pool.Pool(workers, options)
             finished = False
             try:
-                workers_pool.run(ordered, on_results)
+                workers_pool.run(order.units, on_results, order.waits)
                 finished = not stop["early"]
             finally:
                 workers_pool.close(kill=not finished)     # -x, Ctrl-C, a closed stdout: stop what still runs
@@ -229,9 +234,3 @@ def remember(root: str, results: list[Result]) -> None:
             (passed if r.passed else failed).add(results_cache.item_key(r.path, backend))
     results_cache.save_last_failed(root, results_cache.load_last_failed(root), passed, failed)
 
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

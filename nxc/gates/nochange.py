@@ -18,9 +18,10 @@ from nxc.gates.protocol import Status
 from nxc.incremental import plan
 
 
-def split_cached(units: list[Unit], options: Options) -> tuple[dict[str, list[Result]], list[Unit], dict]:
-    """({unit path: its results} of the units passed before, the units still to run, counters)."""
-    decisions, stats = plan.plan_units(units, options)
+def split_cached(units: list[Unit], options: Options, ahead=None) -> tuple[dict[str, list[Result]], list[Unit], dict]:
+    """({unit path: its results} of the units passed before, the units still to run, counters).
+    ahead: how the planner reads stale modules in other processes (plan.plan_units)."""
+    decisions, stats = plan.plan_units(units, options, ahead)
     cached, rest = {}, []
     for unit in units:
         decision = decisions[unit.path]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.connection
 import os
+import heapq
 import signal
-from collections import deque
 
 from nxc.gates.collect import Item
 from nxc.gates import host as gate_host
@@ -69,11 +69,12 @@ class Pool:
         self.workers[parent] = [p, None]
         return parent
 
-    def run(self, units, on_results) -> None:
-        """Run `units`; `on_results(results)` returns False to stop early."""
-        pending = deque(units)
-        for conn in list(self.workers):
-            self._feed(conn, pending)
+    def run(self, units, on_results, waits: dict | None = None) -> None:
+        """Run `units` (in the order given, as far as `waits` allows: {unit
+        path: unit paths it is given out after}, see plan.build_order);
+        `on_results(results)` returns False to stop early."""
+        pending = Schedule(units, waits or {})
+        self._feed_idle(pending)
         while any(w[1] is not None for w in self.workers.values()):
             busy = [c for c, w in self.workers.items() if w[1] is not None]
             for conn in multiprocessing.connection.wait(busy):
@@ -88,14 +89,25 @@ class Pool:
                     conn = self._spawn() if pending else None
                 if conn is not None:
                     self.workers[conn][1] = None
+                pending.done(unit)
                 if not on_results(results):
                     return
-                if conn is not None:
-                    self._feed(conn, pending)
+                # Every idle worker, not only this one: finishing `unit` may
+                # have made several ready at once.
+                self._feed_idle(pending)
 
-    def _feed(self, conn, pending: deque) -> None:
-        if pending:
-            unit = pending.popleft()
+    def _feed_idle(self, pending: "Schedule") -> None:
+        for conn in [c for c, w in self.workers.items() if w[1] is None]:
+            self._feed(conn, pending)
+        if pending and not any(w[1] is not None for w in self.workers.values()):
+            # Nothing runs and nothing is ready: units that wait for each
+            # other (an import cycle). The first in order goes anyway.
+            pending.release()
+            self._feed_idle(pending)
+
+    def _feed(self, conn, pending: "Schedule") -> None:
+        unit = pending.take()
+        if unit is not None:
             self.workers[conn][1] = unit
             conn.send(unit)
 
@@ -114,6 +126,53 @@ class Pool:
         self.workers.clear()
 
 
+class Schedule:
+    """Units given out in order, each once every unit it waits for is done
+    (its results are in, whatever they are: a unit whose import failed runs
+    all the same, and reports that failure as its own)."""
+
+    def __init__(self, units, waits: dict):
+        self.rank = {u.path: k for k, u in enumerate(units)}
+        self.units = {u.path: u for u in units}
+        self.blocked = {u.path: {p for p in waits.get(u.path, ()) if p in self.units and p != u.path}
+                        for u in units}
+        self.dependents: dict[str, list[str]] = {}
+        for path, needs in self.blocked.items():
+            for p in needs:
+                self.dependents.setdefault(p, []).append(path)
+        self.ready = [self.rank[p] for p, needs in self.blocked.items() if not needs]
+        heapq.heapify(self.ready)
+        self.left = len(units)
+        self.order = list(units)
+
+    def __bool__(self) -> bool:
+        return self.left > 0
+
+    def take(self):
+        """The first unit in order that waits for nothing (None: none now)."""
+        if not self.ready:
+            return None
+        unit = self.order[heapq.heappop(self.ready)]
+        self.left -= 1
+        del self.blocked[unit.path]
+        return unit
+
+    def done(self, unit) -> None:
+        for p in self.dependents.pop(unit.path, ()):
+            needs = self.blocked.get(p)
+            if needs is not None and unit.path in needs:
+                needs.discard(unit.path)
+                if not needs:
+                    heapq.heappush(self.ready, self.rank[p])
+
+    def release(self) -> None:
+        """Make the first unit in order ready whatever it waits for."""
+        if self.blocked and not self.ready:
+            path = min(self.blocked, key=self.rank.__getitem__)
+            self.blocked[path].clear()
+            heapq.heappush(self.ready, self.rank[path])
+
+
 def worker_died(item: Item, exitcode) -> Result:
     how = (f"killed by {signal.Signals(-exitcode).name}" if exitcode and exitcode < 0
            and -exitcode in signal.valid_signals() else f"exit status {exitcode}")
@@ -121,6 +180,36 @@ def worker_died(item: Item, exitcode) -> Result:
     r.message = f"the worker process checking this module died ({how})"
     r.report = f"ERROR: {r.message}; this is a bug in nxc (the gate itself runs in a separate child)"
     return r
+
+
+def fresh_entries_across(jobs: int):
+    """plan.plan_units's `ahead`: index.fresh_entries of the paths split over
+    `jobs` forked processes (each file read, digested and parsed once, its
+    AST left in the parse cache for the workers). If a process fails, the
+    runner reads the files itself (what it did before this existed): the
+    counters' "ahead_failed" says so."""
+    def ahead(paths: list[str]) -> tuple[dict, dict]:
+        from nxc.incremental.index import fresh_entries
+        from nxc.syntax import parse
+        try:
+            parse.warm_up()             # the parser's tables once, before forking
+        except Exception:  # noqa: BLE001 - the runner's own parse reports what is wrong
+            return {}, {"ahead_failed": 1}
+        chunks = [paths[k::jobs] for k in range(jobs)]
+        try:
+            with multiprocessing.get_context("fork").Pool(jobs, initializer=die_with_parent) as procs:
+                done = procs.map(fresh_entries, chunks, chunksize=1)
+        except Exception:  # noqa: BLE001 - a process died or could not start: read here instead
+            return {}, {"ahead_failed": 1}
+        found: dict = {}
+        counters = {"parsed_ahead": 0}
+        for entries, counted in done:
+            found.update(entries)
+            for k, v in counted.items():
+                counters[k] = counters.get(k, 0) + v
+            counters["parsed_ahead"] += counted.get("parsed", 0)
+        return found, counters
+    return ahead
 
 
 def cpu_count() -> int:

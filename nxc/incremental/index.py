@@ -59,6 +59,8 @@ class ModuleIndex:
         self._resolved: dict[tuple, str | None] = {}
         self._looked: dict[str, dict | None] = {}
         self._reached: dict[tuple, frozenset | None] = {}
+        self._adopted: set[str] = set()     # entries brought up to date by other processes (adopt)
+        self.views: dict[tuple, dict] = {}  # the planner's per-run view of each entry (plan._indexed_view)
 
     # ---- disk ----
     @classmethod
@@ -112,7 +114,10 @@ class ModuleIndex:
         entry = self.entries.get(real)
         self.touched.add(real)
         if entry is not None and entry["stat"] == sig:
-            self.counters["stat_hits"] += 1
+            if real in self._adopted:       # read and parsed by the process that made it: counted there
+                self._adopted.discard(real)
+            else:
+                self.counters["stat_hits"] += 1
             return entry
         text = _read_text(real)
         if text is None:
@@ -133,6 +138,34 @@ class ModuleIndex:
         self.entries[real] = entry
         self.dirty = True
         return entry
+
+    def stale(self, paths) -> list[str]:
+        """Of the real paths `paths`, those whose file must be read (no entry,
+        or its stat differs from the one recorded): what `fresh_entries` can
+        do in other processes, before this index walks any closure."""
+        out = []
+        for real in paths:
+            entry = self.entries.get(real)
+            try:
+                sig = file_signature(os.stat(real))
+            except OSError:
+                continue                    # its walk says so
+            if entry is None or entry["stat"] != sig:
+                out.append(real)
+        return out
+
+    def adopt(self, found: dict[str, dict], counters: dict[str, int]) -> None:
+        """Take the entries `fresh_entries` made elsewhere ({real path:
+        entry}), and what making them cost. Nothing is trusted more for it:
+        each is checked against its file's stat when first looked at (`module`),
+        as any recorded entry is, and read again if that differs."""
+        for real, entry in found.items():
+            if entry is not None and _well_formed(real, entry):
+                self.entries[real] = entry
+                self._adopted.add(real)
+                self.dirty = True
+        for k, v in counters.items():       # digested, parsed; parsed_ahead, ahead_failed
+            self.counters[k] = self.counters.get(k, 0) + v
 
     def note(self, real: str, digest: str, **fields) -> None:
         """Add fields (interface digest, verdict key) to the entry of `real`,
@@ -214,6 +247,15 @@ class ModuleIndex:
             result = frozenset(seen)
         self._reached[key] = result
         return result
+
+
+def fresh_entries(paths) -> tuple[dict[str, dict | None], dict[str, int]]:
+    """({real path: its entry, or None when it cannot be read or parsed},
+    counters) for `paths`, as a fresh index makes them (each file read,
+    digested and parsed, its AST left in the parse cache): the part of a cold
+    run's planning that other processes can do (ModuleIndex.adopt)."""
+    index = ModuleIndex()
+    return {real: index.module(real) for real in paths}, index.counters
 
 
 def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:

@@ -48,15 +48,28 @@ class Decision:
 
 
 # ---------------------------------------------------------------- the runner's step
-def plan_units(units: list, options) -> tuple[dict[str, Decision], dict]:
+# Fewer files than this to read are read here: forking costs more than they do.
+AHEAD_MIN = 16
+
+
+def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], dict]:
     """({unit path: Decision}, counters) of every unit, from the module index
     alone. A unit not CACHED is FULL with the reason it is not cached; its
     worker may still find it RECORDED (`plan_in_worker`): the unit then
-    carries the index's view of its closure (`Unit.indexed`)."""
+    carries the index's view of its closure (`Unit.indexed`).
+
+    ahead(real paths) -> (entries, counters): index.fresh_entries run in
+    other processes (the runner's, nxc/gates/pool.py): a cold run's index
+    reads and parses every module, which alone took 16 s of CPU at 800
+    modules before any worker started (issue 33); the units' files whose
+    entries are stale are read and parsed there first, across the cores."""
     if not options.read_results:
         why = "--no-cache" if not options.use_cache else "--rerun"
         return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}
     index = ModuleIndex.load()          # an index it cannot read or trust is an empty one
+    stale = index.stale(os.path.realpath(u.path) for u in units) if ahead is not None else []
+    if len(stale) >= AHEAD_MIN:
+        index.adopt(*ahead(stale))
     decisions = {u.path: _plan_unit(u, options, index) for u in units}
     try:
         index.save()
@@ -88,15 +101,26 @@ def _plan_unit(unit, options, index: ModuleIndex) -> Decision:
         recorded, why = results_cache.unit_pass(key)
         if recorded is None:
             if not extra:       # for the worker's recorded path (plan_in_worker)
-                unit.indexed = {path: {"digest": entry["digest"], "interface": entry.get("interface"),
-                                       "imports": [index.resolve(name, path, options.include)
-                                                   for name in entry["imports"]]}
+                unit.indexed = {path: _indexed_view(index, path, entry, options.include)
                                 for path, entry in closure.items()}
             return Decision(FULL, f"not cached on {item.backend}: {why}")
         passes.append(recorded)
     return Decision(CACHED, f"passed before under unit key {key[:12]}: same sources of its {len(closure)} "
                             f"module{'s' if len(closure) != 1 else ''}, options and files",
                     passes=passes, modules=sorted(closure))
+
+
+def _indexed_view(index: ModuleIndex, path: str, entry: dict, include) -> dict:
+    """What a unit's `indexed` holds of one module: made once per module and
+    run, and shared by every unit whose closure holds it (at 800 modules,
+    making it per unit resolved 228,000 imports before any worker started)."""
+    memo = index.views
+    key = (path, tuple(include or ()))
+    view = memo.get(key)
+    if view is None:
+        view = memo[key] = {"digest": entry["digest"], "interface": entry.get("interface"),
+                            "imports": [index.resolve(name, path, include) for name in entry["imports"]]}
+    return view
 
 
 # ---------------------------------------------------------------- the worker's step
@@ -185,3 +209,59 @@ def _name(path: str) -> str:
 
 def _more(paths: list) -> str:
     return f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+
+
+# ---------------------------------------------------------------- the order of the workers' units
+@dataclass
+class BuildOrder:
+    """The order the workers take the units not cached, cold trees first in mind.
+
+    A gate's first build compiles the object of every module of its closure
+    that is not in the cache (nxc/backend/c/objects.py). Handed out in any
+    order, two workers walking closures that share most of their modules
+    wait on each other's object locks, and the first gate of a big closure
+    compiles all of it alone (issue 33: m0693, 71 objects in one worker).
+    Instead a unit waits (`waits`) for the units of the modules its closure
+    imports, so that when it runs their objects, records and clean verdicts
+    are there and it compiles and checks its own module only; among the
+    units ready, the one most others wait for goes first (`rank`), then the
+    biggest closure. `reasons` says, per unit, what it waited for (`-v`,
+    `--json` plan_reason)."""
+    units: list                                     # in rank order
+    waits: dict = field(default_factory=dict)       # unit path -> {unit paths it waits for}
+    reasons: dict = field(default_factory=dict)     # unit path -> a few words
+
+
+def build_order(units: list, first=lambda unit: False) -> BuildOrder:
+    """The BuildOrder of `units` (Unit.indexed: the index's view of each
+    closure; a unit without one waits for nothing and is waited for by the
+    units whose closures name it). first(unit): true for units that go
+    before all others whatever they wait for (--ff: the last failures)."""
+    by_real = {os.path.realpath(u.path): u for u in units}
+    waits: dict[str, set] = {}
+    fan_in = {u.path: 0 for u in units}
+    for u in units:
+        if first(u) or not u.indexed:
+            waits[u.path] = set()
+            continue
+        real = os.path.realpath(u.path)
+        needs = {by_real[p].path for p in u.indexed if p != real and p in by_real}
+        waits[u.path] = needs
+        for p in needs:
+            fan_in[p] += 1
+    ranked = sorted(units, key=lambda u: (not first(u), -fan_in[u.path], -len(u.indexed or ()),
+                                          -_file_size(u.path)))
+    reasons = {}
+    for u in units:
+        n, m = len(waits[u.path]), fan_in[u.path]
+        if n or m:
+            reasons[u.path] = (f"built after the {n} unit{'s' if n != 1 else ''} of its closure"
+                               + (f", before {m} whose closure{'s hold' if m != 1 else ' holds'} it" if m else ""))
+    return BuildOrder(ranked, waits, reasons)
+
+
+def _file_size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
