@@ -245,9 +245,15 @@ def save_case(folder: str, seed: int, res: dict, kind: str, reduce: bool, config
                    "results": {k: (v if isinstance(v, str) else describe(v)) for k, v in res.items()}}, f, indent=1)
     if reduce:
         import reduce_program
-        names = [c[0] for c in configs if c[0] in res]
+        # the Python backend and the configurations that differ from it (two at most: each
+        # candidate runs on every one), or all of them agreeing on a kernel/fold sentinel
+        ref = res.get("py")
+        names = ["py"] + [k for k, v in res.items() if k != "py" and v != ref][:2]
+        sentinel = ref is not None and not isinstance(ref, str) and (is_kernel_mismatch(ref) or is_fold_mismatch(ref))
+        if len(names) == 1:
+            names.append(next(k for k in res if k != "py"))
         out = reduce_program.reduce_file(path, path[:-3] + ".reduced.nx", configs=names,
-                                         fold=(kind == "fold"), verbose=False)
+                                         fold=(kind == "fold" or sentinel), verbose=False)
         print(f"    reduced to {out}", flush=True)
     return path
 
