@@ -37,15 +37,31 @@ except ImportError:
     sys.path.insert(0, os.path.join(HERE, ".."))
 
 import gen_program  # noqa: E402
+import gen_kernels  # noqa: E402
 from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
 from nxc.check.frontend import check_file  # noqa: E402
 from nxc.gates.isolate import run_isolated  # noqa: E402
 
-# A configuration: (name, backend, C opt level, soft-f32)
-CONFIGS = [("c-O0", "c", "0", False), ("c-O2", "c", "2", False), ("py", "py", None, False)]
-SOFT_CONFIGS = [("c-O2-soft", "c", "2", True)]
+# A configuration: (name, backend, C build ("opt" or "opt/march", nxc.backend.c.build),
+# soft-f32, checked C). Every C configuration runs each program at every count of THREADS
+# (nxc_set_threads on the loaded library, as the API's threads= does), the results named
+# "<name>/t<count>"; the Python backend runs sys_parallel_for's chunks in order, once.
+CONFIGS = [("c-O0", "c", "0", False, False),
+           ("c-O2", "c", "2", False, False),                  # -O2 -march=native: vectorized (AVX2)
+           ("c-x86-64", "c", "2/x86-64", False, False),       # -O2, SSE2 only: 4-lane vectors
+           # checked C at -O0: its -O2 build costs three times the compile of all the others
+           ("c-chk", "c", "0", False, True),
+           ("py", "py", None, False, False)]
+# also built with --all-configs: -O3 -march=native (the linear kernels' own build) and checked
+# C at -O2 (nxc run's default)
+EXTRA_CONFIGS = [("c-native", "c", "native", False, False), ("c-chk-O2", "c", "2", False, True)]
+SOFT_CONFIGS = [("c-O2-soft", "c", "2", True, False)]
+THREADS = (1, 2, 3, 7)
+# the configurations before issue 28 (the suite's quick batch)
+BASIC_CONFIGS = [c for c in CONFIGS if c[0] in ("c-O0", "c-O2", "py")]
 
 OK, TRAP = 0, 1
+KERNELS_ONLY = False          # --kernels-only: programs of bench/gen_kernels.py's loops only
 
 
 def front_end(path: str, soft_f32: bool = False):
@@ -63,24 +79,28 @@ def front_end_text(text: str, workdir: str, soft_f32: bool = False):
 
 
 def run_entries(program, entries: list[str], backend: str, opt: str | None,
-                timeout: float) -> tuple[str, list[tuple[int, int]] | str]:
-    """Call each entry (func () -> i64) once, in one forked child.
+                timeout: float, checked: bool = False,
+                threads: tuple[int, ...] = (1,)) -> tuple[str, list[list[tuple[int, int]]] | str]:
+    """Call each entry (func () -> i64) once per thread count, in a forked child each.
 
-    -> ("ok", [(status, value), ...]) with status OK or TRAP (a run-time error),
-       or (kind, message) for a crash / timeout / error of the whole child."""
+    -> ("ok", [[(status, value), ...] per thread count]) with status OK or TRAP (a
+       run-time error), or (kind, message) for a crash / timeout / error of the whole
+       child. The Python backend ignores `threads` (one in-order run)."""
     if backend == "c":
         import cffi
         from nxc.backend.c.build import build
         from nxc.backend.c.emit import emit_c
-        emitted = emit_c(program)
+        emitted = emit_c(program, checked=checked)
         # ABI mode, as gate runs build (no Python.h, no wrappers: half the compile); the
         # exported nxw_<function> entry points are declared from the emitted cdef
         built = build(emitted, opt=opt, use_cache=False, abi=True)
 
-        def call():
+        def call(n):
             ffi = cffi.FFI()
             ffi.cdef(emitted.cdef)
             lib = ffi.dlopen(built.path)
+            if lib.nxc_set_threads(n) != n:
+                raise RuntimeError(f"nxc_set_threads({n}) refused")
             out = []
             for name in entries:
                 slot = ffi.new("int64_t *")
@@ -88,7 +108,14 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
                 out += [OK if status == 0 else TRAP, slot[0] if status == 0 else 0]
             return out
         try:
-            ended = run_isolated(call, timeout)
+            # one forked child per thread count: each starts from the library's initial
+            # globals (a second run in the same process would see the first one's)
+            values = []
+            for n in threads:
+                ended = run_isolated(lambda: call(n), timeout)
+                if ended.kind != "ok":
+                    break
+                values += ended.value
         finally:
             try:
                 os.remove(built.path)
@@ -112,8 +139,10 @@ def run_entries(program, entries: list[str], backend: str, opt: str | None,
         ended = run_isolated(call, timeout)
     if ended.kind != "ok":
         return ended.kind, ended.message
-    data = ended.value
-    return "ok", [(data[i], data[i + 1]) for i in range(0, len(data), 2)]
+    data = values if backend == "c" else ended.value
+    pairs = [(data[i], data[i + 1]) for i in range(0, len(data), 2)]
+    per = len(entries)
+    return "ok", [pairs[k * per:(k + 1) * per] for k in range(len(pairs) // per if per else 0)]
 
 
 def describe(result) -> str:
@@ -126,6 +155,12 @@ def describe(result) -> str:
 def is_fold_mismatch(result) -> bool:
     status, value = result
     return status == OK and (value & gen_program.FOLD_MASK) == gen_program.FOLD_SENTINEL
+
+
+def is_kernel_mismatch(result) -> bool:
+    """run() returned KERNEL_SENTINEL + k: a threaded kernel's output != its scalar reference."""
+    status, value = result
+    return status == OK and (value & gen_program.FOLD_MASK) == gen_kernels.KERNEL_SENTINEL
 
 
 class Stats:
@@ -148,21 +183,25 @@ class Stats:
                 f"{self.soft_batches} batches also with --soft-f32")
 
 
-def run_batch(seeds: list[int], configs, workdir: str, timeout: float) -> dict:
+def run_batch(seeds: list[int], configs, workdir: str, timeout: float, threads=None) -> dict:
     """{seed: {config name: (status, value) | failure text}}, or raises CompileError."""
-    text, entries = gen_program.generate_batch(seeds)
+    text, entries = gen_program.generate_batch(seeds, KERNELS_ONLY)
     path = os.path.join(workdir, f"batch_{seeds[0]}.nx")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
+    threads = THREADS if threads is None else threads
     results: dict[int, dict] = {s: {} for s in seeds}
     programs = {}
-    for name, backend, opt, soft in configs:
+    for name, backend, opt, soft, checked in configs:
         if soft not in programs:
             programs[soft] = front_end(path, soft)
         program, _ = programs[soft]
-        kind, data = run_entries(program, entries, backend, opt, timeout)
-        for i, s in enumerate(seeds):
-            results[s][name] = data[i] if kind == "ok" else f"{kind}: {data}"
+        counts = threads if backend == "c" else (1,)
+        kind, data = run_entries(program, entries, backend, opt, timeout, checked, counts)
+        for k, n in enumerate(counts):
+            label = f"{name}/t{n}" if backend == "c" else name
+            for i, s in enumerate(seeds):
+                results[s][label] = data[k][i] if kind == "ok" else f"{kind}: {data}"
     os.remove(path)
     forget_parse(path, text)
     return results, programs[False][1]
@@ -180,14 +219,16 @@ def forget_parse(path: str, text: str) -> None:
         pass
 
 
-def run_single(seed: int, configs, workdir: str, timeout: float) -> dict:
-    return run_batch([seed], configs, workdir, timeout)[0][seed]
+def run_single(seed: int, configs, workdir: str, timeout: float, threads=None) -> dict:
+    return run_batch([seed], configs, workdir, timeout, threads)[0][seed]
 
 
 def verdict(res: dict) -> str:
-    """"same", "fold" or "differ"."""
+    """"same", "fold" or "differ" (a kernel that differs from its reference is a "differ")."""
     values = list(res.values())
     if any(isinstance(v, str) for v in values) or len(set(values)) > 1:
+        return "differ"
+    if is_kernel_mismatch(values[0]):
         return "differ"
     if is_fold_mismatch(values[0]):
         return "fold"
@@ -198,20 +239,36 @@ def save_case(folder: str, seed: int, res: dict, kind: str, reduce: bool, config
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{kind}_{seed}.nx")
     with open(path, "w", encoding="utf-8") as f:
-        f.write(gen_program.generate(seed))
+        f.write(gen_program.generate(seed, KERNELS_ONLY))
     with open(path[:-3] + ".json", "w", encoding="utf-8") as f:
         json.dump({"seed": seed, "kind": kind,
                    "results": {k: (v if isinstance(v, str) else describe(v)) for k, v in res.items()}}, f, indent=1)
     if reduce:
         import reduce_program
-        names = [c[0] for c in configs if c[0] in res]
+        # the Python backend and the configurations that differ from it (two at most: each
+        # candidate runs on every one), or all of them agreeing on a kernel/fold sentinel
+        ref = res.get("py")
+        names = ["py"] + [k for k, v in res.items() if k != "py" and v != ref][:2]
+        sentinel = ref is not None and not isinstance(ref, str) and (is_kernel_mismatch(ref) or is_fold_mismatch(ref))
+        if len(names) == 1:
+            names.append(next(k for k in res if k != "py"))
         out = reduce_program.reduce_file(path, path[:-3] + ".reduced.nx", configs=names,
-                                         fold=(kind == "fold"), verbose=False)
+                                         fold=(kind == "fold" or sentinel), verbose=False)
         print(f"    reduced to {out}", flush=True)
     return path
 
 
 def main(argv: list[str] | None = None) -> int:
+    global KERNELS_ONLY, THREADS
+    saved = KERNELS_ONLY, THREADS
+    try:
+        return _main(argv)
+    finally:
+        KERNELS_ONLY, THREADS = saved          # a caller in the same process (the tests) is unchanged
+
+
+def _main(argv: list[str] | None) -> int:
+    global KERNELS_ONLY, THREADS
     ap = argparse.ArgumentParser(description="Differential testing of nxc's backends on generated programs.")
     ap.add_argument("--count", type=int, default=100, help="programs to try (default 100)")
     ap.add_argument("--seed", type=int, default=1, help="first program seed (default 1)")
@@ -224,10 +281,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reduce", action="store_true", help="shrink each saved program (slow)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per batch and configuration")
     ap.add_argument("--json", metavar="FILE", help="write the final counts as JSON to FILE")
+    ap.add_argument("--kernels-only", action="store_true",
+                    help="programs of issue 28's threaded kernel loops only (gen_program.py --kernels-only)")
+    ap.add_argument("--all-configs", action="store_true", help="also C -O3 -march=native")
+    ap.add_argument("--threads", default="1,2,3,7", metavar="N,N,..",
+                    help="thread counts every C configuration runs at (default 1,2,3,7)")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
+    KERNELS_ONLY = args.kernels_only
+    try:
+        THREADS = tuple(int(n) for n in args.threads.split(",") if n.strip())
+    except ValueError:
+        ap.error(f"--threads: not a list of numbers: {args.threads}")
+    if not THREADS or min(THREADS) < 1:
+        ap.error("--threads: counts must be >= 1")
 
-    configs = CONFIGS + (SOFT_CONFIGS if args.soft_f32 else [])
+    configs = CONFIGS + (EXTRA_CONFIGS if args.all_configs else []) + (SOFT_CONFIGS if args.soft_f32 else [])
     stats = Stats()
     start = time.time()
     last_report = start
@@ -240,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
             seed = seeds[-1] + 1
             stats.batches += 1
             batch_configs = configs if stats.batches % max(args.soft_every, 1) == 1 % max(args.soft_every, 1) \
-                else CONFIGS
+                else [c for c in configs if not c[3]]
             try:
                 results, warnings = run_batch(seeds, batch_configs, workdir, args.timeout)
             except CompileError:
@@ -248,7 +317,7 @@ def main(argv: list[str] | None = None) -> int:
                 valid = []
                 for s in seeds:
                     try:
-                        front_end_text(gen_program.generate(s), workdir)
+                        front_end_text(gen_program.generate(s, KERNELS_ONLY), workdir)
                         valid.append(s)
                     except CompileError as exc:
                         stats.invalid.append(s)

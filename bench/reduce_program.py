@@ -43,10 +43,23 @@ from nxc.diagnostics import CompileError, Diagnostics  # noqa: E402
 from nxc.check.frontend import check_file  # noqa: E402
 from nxc.gates.run import execute  # noqa: E402
 
-CONFIGS = {"c-O0": ("c", "0", False), "c-O2": ("c", "2", False), "py": ("py", "2", False),
-           "c-O2-soft": ("c", "2", True), "py-soft": ("py", "2", True)}
+# name -> (backend, opt, soft-f32, checked C); "<name>/t<N>" runs it at N threads (the
+# names bench/difftest.py reports)
+CONFIGS = {"c-O0": ("c", "0", False, False), "c-O2": ("c", "2", False, False), "py": ("py", "2", False, False),
+           "c-x86-64": ("c", "2/x86-64", False, False), "c-native": ("c", "native", False, False),
+           "c-chk": ("c", "0", False, True), "c-chk-O2": ("c", "2", False, True),
+           "c-O2-soft": ("c", "2", True, False), "py-soft": ("py", "2", True, False)}
 FOLD_SENTINEL = 0x7F01D00000000000
+KERNEL_SENTINEL = 0x7F0CE00000000000      # bench/gen_kernels.py: a kernel != its scalar reference
 FOLD_MASK = 0xFFFFFFFFFFFF0000
+
+
+def config_of(name: str) -> tuple[str, str, bool, bool, int] | None:
+    """(backend, opt, soft, checked, threads) of a configuration name, None if unknown."""
+    base, _, t = name.partition("/t")
+    if base not in CONFIGS or (t and not t.isdigit()):
+        return None
+    return (*CONFIGS[base], int(t) if t else 1)
 NORMAL = ("PASS", "FAIL")
 
 
@@ -70,7 +83,7 @@ class Oracle:
         programs = {}
         out = {}
         for name in self.configs:
-            backend, opt, soft = CONFIGS[name]
+            backend, opt, soft, checked, threads = config_of(name)
             try:
                 if soft not in programs:
                     programs[soft] = check_file(path, diags=Diagnostics(warnings=False), soft_f32=soft)
@@ -78,7 +91,8 @@ class Oracle:
                 return None
             if programs[soft].entry is None:
                 return None
-            o = execute(programs[soft], backend, opt=opt, use_cache=False, timeout=self.timeout)[0]
+            o = execute(programs[soft], backend, opt=opt, use_cache=False, timeout=self.timeout,
+                        checked=checked, threads=threads)[0]
             self.builds += backend == "c"
             out[name] = (o.status, o.value, o.message if o.status not in NORMAL else "")
             if name.startswith("py") and o.status not in NORMAL:
@@ -95,7 +109,8 @@ class Oracle:
         if len(out) < len(self.configs):
             return False
         if self.fold:
-            return any(v[0] in NORMAL and v[1] is not None and (v[1] & 0xFFFFFFFFFFFFFFFF & FOLD_MASK) == FOLD_SENTINEL
+            return any(v[0] in NORMAL and v[1] is not None
+                       and (v[1] & 0xFFFFFFFFFFFFFFFF & FOLD_MASK) in (FOLD_SENTINEL, KERNEL_SENTINEL)
                        for v in out.values())
         return len({(v[0], v[1]) for v in out.values()}) > 1
 
@@ -337,14 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("file")
     ap.add_argument("-o", "--output", help="default: FILE with .reduced.nx")
     ap.add_argument("--configs", default="c-O0,c-O2,py",
-                    help=f"comma-separated, from {', '.join(CONFIGS)} (default c-O0,c-O2,py)")
+                    help=f"comma-separated, from {', '.join(CONFIGS)}, each optionally with /tN (N threads) "
+                         "(default c-O0,c-O2,py)")
     ap.add_argument("--fold", action="store_true", help="keep a fold-check failure instead of a disagreement")
     ap.add_argument("--max-seconds", type=float, default=3600.0)
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args(argv)
     configs = [c.strip() for c in args.configs.split(",") if c.strip()]
     for c in configs:
-        if c not in CONFIGS:
+        if config_of(c) is None:
             ap.error(f"unknown configuration {c!r}")
     out = reduce_file(args.file, args.output, configs, args.fold, not args.quiet, args.max_seconds)
     print(out)

@@ -338,13 +338,14 @@ NXRT_API _Thread_local int64_t nxrt_fault[10];
    accesses terminates, and then push and pop would cancel out). */
 NXRT_API int32_t nxrt_stack_store[2 + NXRT_STACK_CAP];
 NXRT_API _Thread_local volatile int32_t *nxrt_stk = nxrt_stack_store;   /* a pool worker's: its own (nx_threads.c) */
+NXRT_API volatile int32_t *nxrt_stk_shared = nxrt_stack_store;        /* see nxrt_cur_stk */
 
 /* Put the shadow stack in `page` (nbytes; shared with a parent process). */
 NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes)
 {
     if (page == NULL || nbytes < (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP))
         return -1;
-    nxrt_stk = (volatile int32_t *)page;
+    nxrt_stk = nxrt_stk_shared = (volatile int32_t *)page;
     nxrt_stk[0] = 0;
     return 0;
 }
@@ -359,7 +360,7 @@ static void nxrt_record(int kind, uintptr_t a, int64_t size, const nxrt_region *
     nxrt_fault[5] = r ? r->map_site : -1;
     nxrt_fault[6] = r ? r->unmap_site : -1;
     nxrt_fault[7] = site;
-    nxrt_fault[8] = nxrt_stk[0];
+    nxrt_fault[8] = nxrt_cur_stk()[0];
     nxrt_fault[9] = r ? r->kind : NXRT_K_MEM;
 }
 
@@ -378,7 +379,7 @@ NXRT_API void nxrt_stack_overflow(int site)
     nxrt_fault[0] = NXRT_F_STACK;
     nxrt_fault[2] = NXRT_STACK_CAP;
     nxrt_fault[7] = site;
-    nxrt_fault[8] = nxrt_stk[0];
+    nxrt_fault[8] = nxrt_cur_stk()[0];
     nx_trap(site, "stack overflow");
 }
 
@@ -1185,8 +1186,12 @@ NXRT_API int nxrt_probe(uintptr_t a, int64_t size, int64_t align)
 /* ---- entry points (checked): the last fault, the shadow stack, the Python API's buffers ---- */
 NX_EXPORT int nxc_checked(void) { return 1; }
 NX_EXPORT void nxc_fault_info(int64_t *out) { memcpy(out, nxrt_fault, sizeof nxrt_fault); }
-NX_EXPORT int nxc_stack_depth(void) { return nxrt_stk[0]; }
-NX_EXPORT int nxc_stack_frame(int k) { return (k >= 0 && k < nxrt_stk[0] && k < NXRT_STACK_CAP) ? nxrt_stk[1 + k] : -1; }
+NX_EXPORT int nxc_stack_depth(void) { return nxrt_cur_stk()[0]; }
+NX_EXPORT int nxc_stack_frame(int k)
+{
+    volatile int32_t *s = nxrt_cur_stk();
+    return (k >= 0 && k < s[0] && k < NXRT_STACK_CAP) ? s[1 + k] : -1;
+}
 NX_EXPORT int nxc_stack_mirror(void *page, int64_t nbytes) { return nxrt_stack_mirror(page, nbytes); }
 NX_EXPORT int64_t nxc_stack_bytes(void) { return (int64_t)sizeof(int32_t) * (2 + NXRT_STACK_CAP); }
 NX_EXPORT int nxc_buf_register(void *p, int64_t nbytes, int arg) { return nxrt_buf_register(p, nbytes, arg); }

@@ -569,16 +569,33 @@ NXRT_STATE int64_t nxrt_nbufs;
 NXRT_STATE _Thread_local int64_t nxrt_fault[10];
 NXRT_STATE int32_t nxrt_stack_store[2 + NXRT_STACK_CAP];
 NXRT_STATE _Thread_local volatile int32_t *nxrt_stk;
+/* The shadow stack of the threads that are not pool workers (nxrt_stack_store, or the
+   page nxrt_stack_mirror shares with a parent process). */
+NXRT_STATE volatile int32_t *nxrt_stk_shared;
+NXRT_STATE volatile int nxrt_par_active;       /* nx_threads.h: nonzero while tasks run */
+
+/* The calling thread's shadow stack, read once per checked call (each function keeps
+   it in a local, nx_st: function.py). Why not simply nxrt_stk: in a library loaded
+   with dlopen (every nxc build) a thread-local costs a call to __tls_get_addr, which
+   made a checked call 1.6x dearer once the stacks became per thread (fib(30)). While
+   no tasks run, only threads that are not pool workers run .nx code, and they all use
+   nxrt_stk_shared: a plain global. While tasks run, each thread has its own
+   (nxrt_stk: a worker's starts as a copy of the caller's frames; the caller's is
+   nxrt_stk_shared, set by nxrt_parallel), so the thread-local is read then only. */
+static inline volatile int32_t *nxrt_cur_stk(void)
+{
+    return __builtin_expect(nxrt_par_active, 0) ? nxrt_stk : nxrt_stk_shared;
+}
 
 /* At each entry point: an empty stack, no fault recorded yet. */
-static inline void nxrt_stack_reset(void) { nxrt_stk[0] = 0; nxrt_fault[0] = 0; }
+static inline void nxrt_stack_reset(void) { nxrt_cur_stk()[0] = 0; nxrt_fault[0] = 0; }
 
 NXRT_API __attribute__((noreturn, cold, noinline)) void nxrt_stack_overflow(int site);
 
-/* Frame entry: the new frame's slot, holding the function's own site. */
-static inline volatile int32_t *nxrt_enter(int32_t site)
+/* Frame entry on the thread's stack s (nxrt_cur_stk()): the new frame's slot, holding
+   the function's own site. */
+static inline volatile int32_t *nxrt_enter_on(volatile int32_t *s, int32_t site)
 {
-    volatile int32_t *s = nxrt_stk;
     int32_t d = s[0];
     if (__builtin_expect(d >= NXRT_STACK_CAP, 0))
         nxrt_stack_overflow(site);
@@ -587,7 +604,9 @@ static inline volatile int32_t *nxrt_enter(int32_t site)
     return &s[1 + d];
 }
 
-static inline void nxrt_leave(void) { nxrt_stk[0]--; }
+static inline volatile int32_t *nxrt_enter(int32_t site) { return nxrt_enter_on(nxrt_cur_stk(), site); }
+
+static inline void nxrt_leave(void) { nxrt_cur_stk()[0]--; }
 
 
 /* The slow path of a checked access: the site's new cache entry, or a trap.

@@ -214,7 +214,7 @@ static int64_t nxrt_parallel(nxrt_task_fn task, void *ctx, int64_t n)
     int threads, faulted = 0, site = -1;
     const char *what = "";
 #ifdef NXRT_CHECKED
-    int32_t depth = nxrt_stk[0];
+    int32_t depth = nxrt_cur_stk()[0];
 #endif
     if (n <= 0)
         return 0;
@@ -235,6 +235,9 @@ static int64_t nxrt_parallel(nxrt_task_fn task, void *ctx, int64_t n)
     atomic_store(&p->stop_at, INT64_MAX);
     p->fault_begin = INT64_MAX;
 #ifdef NXRT_CHECKED
+    /* not a task (nxrt_in_task is 0): this thread has been on the shared stack, and it
+       goes on with it, now through its thread-local (nxrt_cur_stk while tasks run) */
+    nxrt_stk = nxrt_stk_shared;
     p->frames = nxrt_stk;
     p->depth = depth;
 #endif
@@ -283,9 +286,10 @@ NXRT_API int64_t nxrt_sys_parallel_for(nxrt_task_fn task, void *ctx, int64_t n)
 #ifdef NXRT_CHECKED
 NXRT_API int64_t nxrt_chk_sys_parallel_for(nxrt_task_fn task, void *ctx, int64_t n, int site)
 {
-    int32_t d = nxrt_stk[0];
+    volatile int32_t *s = nxrt_cur_stk();
+    int32_t d = s[0];
     if (d > 0)
-        nxrt_stk[d] = site;             /* the caller's frame is at the call, as for any call */
+        s[d] = site;                    /* the caller's frame is at the call, as for any call */
     return nxrt_parallel(task, ctx, n);
 }
 #endif

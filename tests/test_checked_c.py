@@ -349,3 +349,46 @@ def test_python_backend_api_error_has_the_stack(write_nx):
     with pytest.raises(nxc.NxRuntimeError) as info:
         m.fill_twice(np.zeros(3, np.int64), 4)
     assert [f.function for f in info.value.stack] == ["fill", "fill_twice"]
+
+
+FIB = """func fib(n: i64) -> i64 {
+    if n < 2 { return n }
+    return fib(n - 1) + fib(n - 2)
+}
+
+func main() -> i64 {
+    if fib(20) == 6765 { return 0 }
+    return 1
+}
+"""
+
+
+def test_a_checked_call_reads_no_thread_local(tmp_path):
+    """A checked function finds its thread's shadow stack once (nxrt_cur_stk, kept in nx_st
+    for the leave), and while no tasks run that is a global: in the library nxc loads, the
+    function calls no __tls_get_addr (it did once per call when the stacks became per thread,
+    which made a checked fib(30) 1.6x slower; bench/checked_call_cost.py)."""
+    path = tmp_path / "fib.nx"
+    path.write_text(FIB)
+    program = check_file(str(path), diags=Diagnostics())
+    emitted = emit_c(program, checked=True)
+    body = emitted.text[emitted.text.index("static int64_t nxf_fib(int64_t l_n)\n{"):]
+    body = body[:body.index("\n}\n")]
+    assert body.count("nxrt_cur_stk()") == 1 and "nxrt_leave" not in body and "nxrt_stk" not in body
+    assert body.count("nx_st[0]--;") == 2                # both returns leave the frame
+    built = build(emitted, opt="2", use_cache=False, abi=True)
+    try:
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", built.path], capture_output=True, text=True)
+    except FileNotFoundError:
+        pytest.skip("no objdump")
+    fib = re.search(r"<nxf_fib>:\n(.*?)\n\n", dis.stdout, re.S)
+    assert fib is not None, "nxf_fib not in the library"
+    code = fib.group(1).splitlines()
+    assert any("<nxf_fib>" in line and "call" in line for line in code)     # the recursion is there
+    # the thread-local is read on the tasks-running path only: none before the first branch
+    # (the test of nxrt_par_active), at most one lookup in all
+    first = next(k for k, line in enumerate(code) if re.search(r"\sj[a-z]+\s", line))
+    assert not any("__tls_get_addr" in line for line in code[:first]), "\n".join(code[:first + 1])
+    assert sum("__tls_get_addr" in line for line in code) <= 1
+    r = nxc.load(str(path), checked=True)
+    assert r.fib(20) == 6765

@@ -130,7 +130,7 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
     uint64_t nx_t0;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
-    volatile int32_t *nx_fr = nxrt_enter(0);
+    volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 0);
 #line 12 "<golden>/f32_dot.nx"
     float lf_acc = ((float)(int32_t)INT64_C(0));
 #line 13 "<golden>/f32_dot.nx"
@@ -155,7 +155,7 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
         }
     }
 #line 18 "<golden>/f32_dot.nx"
-    { int64_t nx_r = nxrt_f32_to_bits(lf_acc); nxrt_leave(); return nx_r; }
+    { int64_t nx_r = nxrt_f32_to_bits(lf_acc); nx_st[0]--; return nx_r; }
 }
 
 #line 21 "<golden>/f32_dot.nx"
@@ -167,7 +167,7 @@ static int64_t nxf_main(void)
     _Bool nx_t3;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
-    volatile int32_t *nx_fr = nxrt_enter(7);
+    volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 7);
 #line 22 "<golden>/f32_dot.nx"
     int64_t * l_a = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(64), 8));
 #line 23 "<golden>/f32_dot.nx"
@@ -199,14 +199,14 @@ static int64_t nxf_main(void)
     }
 #line 30 "<golden>/f32_dot.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t1 = nxrt_nx_f32_to_i32((*nx_fr = 15, nxf_dot(l_a, l_b, INT64_C(4)))), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != INT64_C(20)))) {
-        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nx_st[0]--; return nx_r; }
     }
 #line 31 "<golden>/f32_dot.nx"
     if ((nx_gate_cap_mask = 0u, (nx_t3 = ((nx_t2 = nxrt_f32_from_bits((*nx_fr = 16, nxf_dot(l_a, l_b, INT64_C(4)))), nx_t2) < ((float)(int32_t)INT64_C(19))), nx_gate_captured[0] = (int64_t)nx_t3, nx_gate_cap_mask |= UINT32_C(1), nx_t3))) {
-        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nx_st[0]--; return nx_r; }
     }
 #line 32 "<golden>/f32_dot.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 2; nxrt_leave(); return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 2; nx_st[0]--; return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ----

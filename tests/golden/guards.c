@@ -146,7 +146,7 @@ static int64_t nxf_main(void)
     int64_t nx_t6;
     uint64_t nx_t7;
     int64_t nx_t8;
-    volatile int32_t *nx_fr = nxrt_enter(0);
+    volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 0);
 #line 15 "<golden>/guards.nx"
     int64_t l_a = INT64_C(7);
 #line 16 "<golden>/guards.nx"
@@ -155,26 +155,26 @@ static int64_t nxf_main(void)
     _Bool l_ok = (l_a < INT64_C(100));
 #line 18 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t0 = (*nx_fr = 1, nxf_bump(l_a)), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(8)))) {
-        { int64_t nx_r = INT64_C(10); nx_gate_site = 0; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(10); nx_gate_site = 0; nx_st[0]--; return nx_r; }
     }
 #line 19 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, (((nx_t1 = l_a, nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) > (nx_t2 = INT64_C(100), nx_gate_captured[1] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(2), nx_t2)) || ((nx_t3 = (*nx_fr = 2, nxf_bump(l_a)), nx_gate_captured[2] = (int64_t)nx_t3, nx_gate_cap_mask |= UINT32_C(4), nx_t3) > (nx_t4 = INT64_C(100), nx_gate_captured[3] = (int64_t)nx_t4, nx_gate_cap_mask |= UINT32_C(8), nx_t4))))) {
-        { int64_t nx_r = INT64_C(11); nx_gate_site = 1; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(11); nx_gate_site = 1; nx_st[0]--; return nx_r; }
     }
 #line 20 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((!(nx_t5 = l_ok, nx_gate_captured[0] = (int64_t)nx_t5, nx_gate_cap_mask |= UINT32_C(1), nx_t5)) && ((nx_t6 = l_a, nx_gate_captured[1] = (int64_t)nx_t6, nx_gate_cap_mask |= UINT32_C(2), nx_t6) != INT64_C(7))))) {
-        { int64_t nx_r = INT64_C(12); nx_gate_site = 2; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(12); nx_gate_site = 2; nx_st[0]--; return nx_r; }
     }
 #line 21 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t7 = l_big, nx_gate_captured[0] = (int64_t)nx_t7, nx_gate_cap_mask |= UINT32_C(1), nx_t7) < UINT64_C(16)))) {
-        { int64_t nx_r = INT64_C(13); nx_gate_site = 3; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(13); nx_gate_site = 3; nx_st[0]--; return nx_r; }
     }
 #line 22 "<golden>/guards.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t8 = ((int64_t)(((int64_t)(nxg_bumps * INT64_C(2))) + l_a)), nx_gate_captured[0] = (int64_t)nx_t8, nx_gate_cap_mask |= UINT32_C(1), nx_t8) != INT64_C(11)))) {
-        { int64_t nx_r = INT64_C(14); nx_gate_site = 4; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(14); nx_gate_site = 4; nx_st[0]--; return nx_r; }
     }
 #line 23 "<golden>/guards.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 5; nxrt_leave(); return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 5; nx_st[0]--; return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ----

@@ -151,7 +151,7 @@ static void nxf_add(struct nxs_Acc * l_acc, int64_t l_v)
 static int64_t nxf_sum_odd(int64_t l_n, struct nxs_Acc * l_acc)
 {
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
-    volatile int32_t *nx_fr = nxrt_enter(4);
+    volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 4);
 #line 13 "<golden>/loops.nx"
     int64_t l_i = INT64_C(0);
 #line 14 "<golden>/loops.nx"
@@ -170,7 +170,7 @@ static int64_t nxf_sum_odd(int64_t l_n, struct nxs_Acc * l_acc)
         (void)((*nx_fr = 7, nxf_add(l_acc, l_i)));
     }
 #line 20 "<golden>/loops.nx"
-    { int64_t nx_r = NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 8); nxrt_leave(); return nx_r; }
+    { int64_t nx_r = NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 8); nx_st[0]--; return nx_r; }
 }
 
 #line 23 "<golden>/loops.nx"
@@ -181,7 +181,7 @@ static int64_t nxf_main(void)
     int64_t nx_t2;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
-    volatile int32_t *nx_fr = nxrt_enter(9);
+    volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 9);
 #line 24 "<golden>/loops.nx"
     int64_t * l_buf = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(16), 10));
 #line 25 "<golden>/loops.nx"
@@ -192,18 +192,18 @@ static int64_t nxf_main(void)
     NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 12) = ((int32_t)0);
 #line 28 "<golden>/loops.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t0 = (*nx_fr = 13, nxf_sum_odd(INT64_C(20), l_acc)), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(25)))) {
-        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nx_st[0]--; return nx_r; }
     }
 #line 29 "<golden>/loops.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t1 = NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 14), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != ((int32_t)5)))) {
-        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nx_st[0]--; return nx_r; }
     }
 #line 30 "<golden>/loops.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t2 = nxg_calls, nx_gate_captured[0] = (int64_t)nx_t2, nx_gate_cap_mask |= UINT32_C(1), nx_t2) != INT64_C(5)))) {
-        { int64_t nx_r = INT64_C(3); nx_gate_site = 2; nxrt_leave(); return nx_r; }
+        { int64_t nx_r = INT64_C(3); nx_gate_site = 2; nx_st[0]--; return nx_r; }
     }
 #line 31 "<golden>/loops.nx"
-    { int64_t nx_r = INT64_C(0); nx_gate_site = 3; nxrt_leave(); return nx_r; }
+    { int64_t nx_r = INT64_C(0); nx_gate_site = 3; nx_st[0]--; return nx_r; }
 }
 
 /* ---- exported entry points: run under a trap handler ----

@@ -108,11 +108,14 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
     def body(self) -> list[str]:
         prologue = []
         if self.framed:
-            prologue = [f"{self.indentation(1)}volatile int32_t *nx_fr = "
-                        f"nxrt_enter({self.site(self.fn.decl.pos, 'entry', 'entry')});"]
+            # the thread's shadow stack read once (nxrt_cur_stk: a global load, not a
+            # thread-local one, unless tasks run), kept for the leave
+            prologue = [f"{self.indentation(1)}volatile int32_t *nx_st = nxrt_cur_stk(); "
+                        f"volatile int32_t *nx_fr = "
+                        f"nxrt_enter_on(nx_st, {self.site(self.fn.decl.pos, 'entry', 'entry')});"]
         super().body()
         if self.framed and self.fn.ret is VOID:
-            self.emit("nxrt_leave();")
+            self.emit("nx_st[0]--;")
         decls = [f"{self.indentation(1)}{t} {name};" for t, name in self.temps]
         if self.checked:
             forget = " = ".join([f"nx_cs{k}" for k in range(self.cache_count)] + ["0"])
@@ -231,7 +234,7 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         self.emit("continue;")
 
     def visit_Return(self, s: ast.Return) -> None:
-        leave = "nxrt_leave(); " if self.framed else ""
+        leave = "nx_st[0]--; " if self.framed else ""
         if s.value is None:
             self.emit(f"{leave}return;")
             return
