@@ -175,7 +175,7 @@ static int64_t nxf_main(void)
 #line 24 "<golden>/f32_dot.nx"
     int64_t l_i = INT64_C(0);
 #line 25 "<golden>/f32_dot.nx"
-    if (__builtin_expect(!!(!(l_i < INT64_C(4)) || ((nx_t0 = (uint64_t)INT64_C(4) - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 9)) && (NXRT_SPAN1(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 10)))), 1)) {
+    if (__builtin_expect(!!(!(l_i < INT64_C(4)) || ((nx_t0 = (uint64_t)INT64_C(4) - (uint64_t)l_i - 1u, 1) && (NXRT_SPAN1W(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 0, 9)) && (NXRT_SPAN1W(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), nx_t0, 1, 10)))), 1)) {
         *nx_fr = 11;
         while (l_i < INT64_C(4)) {
 #line 26 "<golden>/f32_dot.nx"
@@ -190,9 +190,9 @@ static int64_t nxf_main(void)
         *nx_fr = 12;
         while (l_i < INT64_C(4)) {
 #line 26 "<golden>/f32_dot.nx"
-            NXRT_CHK(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 13) = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
+            NXRT_CHKW(int64_t, ((uintptr_t)(l_a) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 0, 13) = nxrt_f32_to_bits(((float)(int32_t)((int64_t)(l_i + INT64_C(1)))));
 #line 27 "<golden>/f32_dot.nx"
-            NXRT_CHK(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 14) = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
+            NXRT_CHKW(int64_t, ((uintptr_t)(l_b) + (uintptr_t)(l_i) * (uintptr_t)sizeof(int64_t)), 1, 14) = nxrt_f32_to_bits(((float)(int32_t)INT64_C(2)));
 #line 28 "<golden>/f32_dot.nx"
             l_i = ((int64_t)(l_i + INT64_C(1)));
         }

@@ -62,8 +62,8 @@ def main():  # f32_dot.nx:21
     b = ((a if a < 0x8000000000000000 else a - 0x10000000000000000) + 32) & 0xFFFFFFFFFFFFFFFF  # line 23
     i = 0  # line 24
     while i < 4:  # line 25
-        _Vq[_a >> 3 if _SH[(_a := a + i * 8)] & 8 else _st(_a, 3)] = nx_i32_to_f32(i + 1)  # line 26
-        _Vq[_a >> 3 if _SH[(_a := b + i * 8)] & 8 else _st(_a, 4)] = nx_i32_to_f32(2)  # line 27
+        _Vq[_a >> 3 if _SH[(_a := a + i * 8)] & 128 else _st(_a, 3)] = nx_i32_to_f32(i + 1)  # line 26
+        _Vq[_a >> 3 if _SH[(_a := b + i * 8)] & 128 else _st(_a, 4)] = nx_i32_to_f32(2)  # line 27
         i += 1  # line 28
     if (_c0 := nx_f32_to_i32(dot(a, b, 4))) != 20:  # line 30
         _rt.captured = {0: _c0}; _rt.gate_site = 0; return 1

@@ -139,10 +139,12 @@ static void nxf_add(struct nxs_Acc * l_acc, int64_t l_v)
 {
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
+    uintptr_t nx_cb2 = 0; uint64_t nx_cs2 = 0;
+    uintptr_t nx_cb3 = 0; uint64_t nx_cs3 = 0;
 #line 7 "<golden>/loops.nx"
-    NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 1) = ((int64_t)(NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 0) + l_v));
+    NXRT_CHKW(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 1, 1) = ((int64_t)(NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 0) + l_v));
 #line 8 "<golden>/loops.nx"
-    NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 3) = ((int32_t)(NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 2) + ((int32_t)1)));
+    NXRT_CHKW(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 3, 3) = ((int32_t)(NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 2, 2) + ((int32_t)1)));
 #line 9 "<golden>/loops.nx"
     nxg_calls = ((int64_t)(nxg_calls + INT64_C(1)));
 }
@@ -181,21 +183,22 @@ static int64_t nxf_main(void)
     int64_t nx_t2;
     uintptr_t nx_cb0 = 0; uint64_t nx_cs0 = 0;
     uintptr_t nx_cb1 = 0; uint64_t nx_cs1 = 0;
+    uintptr_t nx_cb2 = 0; uint64_t nx_cs2 = 0;
     volatile int32_t *nx_st = nxrt_cur_stk(); volatile int32_t *nx_fr = nxrt_enter_on(nx_st, 9);
 #line 24 "<golden>/loops.nx"
     int64_t * l_buf = ((int64_t *)nxrt_chk_sys_mmap(INT64_C(16), 10));
 #line 25 "<golden>/loops.nx"
     struct nxs_Acc * l_acc = ((struct nxs_Acc *)l_buf);
 #line 26 "<golden>/loops.nx"
-    NXRT_CHK(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 11) = INT64_C(0);
+    NXRT_CHKW(int64_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_total)), 0, 11) = INT64_C(0);
 #line 27 "<golden>/loops.nx"
-    NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 12) = ((int32_t)0);
+    NXRT_CHKW(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 12) = ((int32_t)0);
 #line 28 "<golden>/loops.nx"
     if ((nx_gate_cap_mask = 0u, ((nx_t0 = (*nx_fr = 13, nxf_sum_odd(INT64_C(20), l_acc)), nx_gate_captured[0] = (int64_t)nx_t0, nx_gate_cap_mask |= UINT32_C(1), nx_t0) != INT64_C(25)))) {
         { int64_t nx_r = INT64_C(1); nx_gate_site = 0; nx_st[0]--; return nx_r; }
     }
 #line 29 "<golden>/loops.nx"
-    if ((nx_gate_cap_mask = 0u, ((nx_t1 = NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 1, 14), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != ((int32_t)5)))) {
+    if ((nx_gate_cap_mask = 0u, ((nx_t1 = NXRT_CHK(int32_t, ((uintptr_t)(l_acc) + offsetof(struct nxs_Acc, f_count)), 2, 14), nx_gate_captured[0] = (int64_t)nx_t1, nx_gate_cap_mask |= UINT32_C(1), nx_t1) != ((int32_t)5)))) {
         { int64_t nx_r = INT64_C(2); nx_gate_site = 1; nx_st[0]--; return nx_r; }
     }
 #line 30 "<golden>/loops.nx"

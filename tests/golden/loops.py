@@ -50,8 +50,8 @@ calls = 0  # i64
 
 def add(acc, v):  # loops.nx:6
     global calls
-    _VQ[_a >> 3 if _SH[(_a := acc)] & 8 else _st(_a, 1)] = ((_Vq[_a >> 3] if _SH[(_a := acc)] & 8 else _ld(_a, 0)) + v) & 0xFFFFFFFFFFFFFFFF  # line 7
-    _VI[_a >> 2 if _SH[(_a := acc + 8)] & 4 else _st(_a, 3)] = ((_Vi[_a >> 2] if _SH[(_a := acc + 8)] & 4 else _ld(_a, 2)) + 1) & 0xFFFFFFFF  # line 8
+    _VQ[_a >> 3 if _SH[(_a := acc)] & 128 else _st(_a, 1)] = ((_Vq[_a >> 3] if _SH[(_a := acc)] & 8 else _ld(_a, 0)) + v) & 0xFFFFFFFFFFFFFFFF  # line 7
+    _VI[_a >> 2 if _SH[(_a := acc + 8)] & 64 else _st(_a, 3)] = ((_Vi[_a >> 2] if _SH[(_a := acc + 8)] & 4 else _ld(_a, 2)) + 1) & 0xFFFFFFFF  # line 8
     calls = _r if -0x8000000000000000 <= (_r := (calls + 1)) < 0x8000000000000000 else ((_r + 0x8000000000000000) & 0xFFFFFFFFFFFFFFFF) - 0x8000000000000000  # line 9
 
 
@@ -70,8 +70,8 @@ def sum_odd(n, acc):  # loops.nx:12
 def main():  # loops.nx:23
     buf = sys_mmap(16, 5)  # line 24
     acc = buf  # line 25
-    _Vq[_a >> 3 if _SH[(_a := acc)] & 8 else _st(_a, 6)] = 0  # line 26
-    _Vi[_a >> 2 if _SH[(_a := acc + 8)] & 4 else _st(_a, 7)] = 0  # line 27
+    _Vq[_a >> 3 if _SH[(_a := acc)] & 128 else _st(_a, 6)] = 0  # line 26
+    _Vi[_a >> 2 if _SH[(_a := acc + 8)] & 64 else _st(_a, 7)] = 0  # line 27
     if (_c0 := sum_odd(20, acc)) != 25:  # line 28
         _rt.captured = {0: _c0}; _rt.gate_site = 0; return 1
     if (_c0 := _Vi[_a >> 2] if _SH[(_a := acc + 8)] & 4 else _ld(_a, 8)) != 5:  # line 29
