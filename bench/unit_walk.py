@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 import tempfile
 import threading
 from collections import Counter
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
+from stage_support import stage_of, stage_order  # noqa: E402  (tests/: the layering test's reading)
 
 # A copied helper (straight-line): a body edit changes its importers' C.
 LEAF = "func leaf_twice(x: i64) -> i64 { return x * 2 }\n"
@@ -43,29 +45,14 @@ MID = ('import "leaf.nx"\n'
 TOP = 'import "mid.nx"\nfunc main() -> i64 {\n    if mid(3) != 7 { return 1 }\n    return 0\n}\n'
 
 # Read by every stage: data, not a stage's work (see the docstring).
+def stage_order_of(root: str) -> list[tuple[str, list[str]]]:
+    """The stage order of the tree `root` whose nxc is traced (PYTHONPATH may name another)."""
+    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as f:
+        return stage_order(f.read())
+
+
 DATA = {"check/program.py", "check/types.py", "check/externs.py", "syntax/ast.py", "gates/protocol.py",
         "__init__.py", "diagnostics.py", "paths.py", "deep.py", "cache.py", "f32.py"}
-
-
-def stage_order(root: str) -> list[tuple[str, list[str]]]:
-    with open(os.path.join(root, "docs", "architecture.md"), encoding="utf-8") as f:
-        m = re.search(r"<!-- stage-order -->\n(.*?)<!-- /stage-order -->", f.read(), re.S)
-    out = []
-    for line in m.group(1).splitlines():
-        item = re.fullmatch(r"- ([\w ]+): (.+)", line.strip())
-        if item:
-            out.append((item.group(1), re.findall(r"`([^`]+)`", item.group(2))))
-    return out
-
-
-def stage_of(rel: str, order) -> int | None:
-    best = None
-    for k, (_, paths) in enumerate(order):
-        for p in paths:
-            if rel == p or (p.endswith("/") and rel.startswith(p)):
-                if best is None or len(p) > best[1]:
-                    best = (k, len(p))
-    return None if best is None else best[0]
 
 
 # The stages whose work a unit goes through, in the pipeline's order; the
@@ -179,7 +166,7 @@ def main() -> int:
             assert r.passed, r.report
             with open(os.path.join(tmp, "leaf.nx"), "w", encoding="utf-8") as f:
                 f.write(LEAF.replace("x * 2", "x + x"))
-        walk = Walk(os.path.join(root, "nxc"), stage_order(root))
+        walk = Walk(os.path.join(root, "nxc"), stage_order_of(root))
         threading.setprofile(walk)          # nxc/deep.py's threads
         sys.setprofile(walk)
         try:

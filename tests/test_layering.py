@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import ast
 import os
-import re
+
+from stage_support import stage_of, stage_order
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NXC = os.path.join(ROOT, "nxc")
@@ -22,32 +23,9 @@ EXCEPTIONS = {"gates/protocol.py": "the gate protocol's data, filled in by a bac
 TODAY: dict = {}     # (importer, imported): reason; empty since nxc/incremental/ landed (issue 33)
 
 
-def stage_order(text: str) -> list[tuple[str, list[str]]]:
-    """[(stage, [path under nxc/, a folder ending in /]), ...] from the doc's list."""
-    m = re.search(r"<!-- stage-order -->\n(.*?)<!-- /stage-order -->", text, re.S)
-    assert m, "docs/architecture.md has no <!-- stage-order --> list"
-    order = []
-    for line in m.group(1).splitlines():
-        item = re.fullmatch(r"- ([\w ]+): (.+)", line.strip())
-        assert item, f"not a stage line: {line!r}"
-        order.append((item.group(1), re.findall(r"`([^`]+)`", item.group(2))))
-    return order
-
-
 def _order():
     with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
         return stage_order(f.read())
-
-
-def stage_of(rel: str, order) -> int | None:
-    """The index of the stage holding `rel` (a path under nxc/): the longest match."""
-    best = None
-    for k, (_, paths) in enumerate(order):
-        for p in paths:
-            if rel == p or (p.endswith("/") and rel.startswith(p)):
-                if best is None or len(p) > best[1]:
-                    best = (k, len(p))
-    return None if best is None else best[0]
 
 
 def _target(module: str, root: str) -> str | None:
