@@ -18,6 +18,15 @@ def _isolated_cache(tmp_path_factory):
         os.environ["NXC_CACHE_DIR"] = str(tmp_path_factory.mktemp("nxc-cache"))
 
 
+@pytest.fixture(autouse=True)
+def _no_working_set_from_earlier_tests(monkeypatch):
+    # An in-process `nxc test` over a tree raises every cache bound to twice its
+    # modules (nxc/cache.py, expect_entries) for the rest of the process: in an
+    # xdist worker that would silently lift the bounds later tests prune against.
+    from nxc import cache
+    monkeypatch.setattr(cache, "_working_set", 0)
+
+
 @pytest.fixture
 def write_nx(tmp_path):
     """write_nx(source, name="t.nx") -> path of a .nx file holding `source`."""
