@@ -135,7 +135,8 @@ def peak_c():
     """bench/peak_mul_add.c (independent vector mul and add chains, no FMA), nxc's flags."""
     with open(os.path.join(HERE, "peak_mul_add.c"), encoding="utf-8") as f:
         text = f.read()
-    cdef = "int64_t peak_lanes(void);\nfloat peak_mul_add(int64_t, float, float);\n"
+    cdef = ("int64_t peak_lanes(void);\nfloat peak_mul_add(int64_t, float, float);\n"
+            "int64_t peak_fma_available(void);\nfloat peak_fma(int64_t, float, float);\n")
     lib, _ = load(build(EmittedC(text, cdef, [])))
     return lib
 
@@ -302,6 +303,13 @@ def bench_linear(shapes, tokens, repeats):
     peak_gf = iters * 12 * peak.peak_lanes() / t_pk / 1e9
     row("linear", f"FP peak, separate vector mul + add ({peak.peak_lanes()} lanes, 12 chains, no FMA)",
         f"{peak_gf:.1f} GFLOP/s   load average {os.getloadavg()[0]:.1f}")
+    if peak.peak_fma_available():
+        # what a BLAS may use and the bit-exact kernels may not (numpy's sgemm is measured against
+        # this one: where it is twice the row above, numpy at half its own peak is at ours)
+        t_fma = min(in_child(lambda: peak.peak_fma(iters, 1.0, 0.0), clock=time.process_time) for _ in range(3))
+        fma_gf = iters * 24 * peak.peak_lanes() / t_fma / 1e9
+        row("linear", "FP peak, fused multiply-add (what numpy's BLAS uses; 12 chains)",
+            f"{fma_gf:.1f} GFLOP/s   mul + add / FMA = {peak_gf / fma_gf:.2f}")
     rng = np.random.default_rng(3)
     for R, C in shapes:
         Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)

@@ -64,10 +64,19 @@ BASE_FLAGS = ["-std=c11", "-fwrapv", "-fno-strict-aliasing", "-ffp-contract=off"
 # 10 before it vectorizes; nx pointers carry no `restrict`, so those checks
 # are the only way in. They run once per loop entry, not per iteration.
 VECT_ALIAS = "--param=vect-max-version-for-alias-checks=64"
+# -mprefer-vector-width=512: GCC's Intel tunings (skylake-avx512 ... sapphirerapids, and
+# -march=native on those hosts) prefer 256-bit vectors even where AVX-512 is there, so a
+# 16-lane loop of a kernel (one panel of the linear kernel, a 16-key tile of attention) became
+# two 8-lane halves going through memory. The bit-exact kernels are bound by their vector
+# multiplies and adds, not by the clock, so full-width vectors win: measured on a Xeon with
+# AVX-512 (docs/performance.md, "The kernels on the AVX-512 host"). It changes no bits (each
+# lane is still its own iteration's scalar sequence) and is ignored where the target has no
+# 512-bit vectors (x86-64, v2, v3, and AVX2 hosts).
+VECT_WIDE = "-mprefer-vector-width=512"
 OPT_LEVELS = {
     "0": ["-O0"],
-    "2": ["-O2", "-fvect-cost-model=dynamic", VECT_ALIAS],
-    "native": ["-O3", "-march=native", VECT_ALIAS],
+    "2": ["-O2", "-fvect-cost-model=dynamic", VECT_ALIAS, VECT_WIDE],
+    "native": ["-O3", "-march=native", VECT_ALIAS, VECT_WIDE],
 }
 # Instruction sets a build may target (--march): the same bits on each, only
 # the vector width changes (x86-64: SSE2, 4 floats; v3: AVX2, 8; v4: AVX-512, 16).
