@@ -59,6 +59,10 @@ EXTERNS = {
     # `func f(ctx: *void, begin: i64, end: i64)` (the checker refuses anything
     # else: .nx has no function values); items must be independent.
     "sys_parallel_for": (("*void", "*void", "i64"), "i64"),
+    # the float32 lanes of the widest vector the build targets: 16 (AVX-512), 8 (AVX), 4
+    # (SSE2); the Python backend says 16. A kernel may choose its loop shape by it; its results
+    # must not depend on it (each shape is the same scalar sequence per output).
+    "sys_vector_lanes": ((), "i64"),
 }
 
 # The externs whose first argument is a task: a function's name (see above).

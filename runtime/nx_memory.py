@@ -361,6 +361,12 @@ class Runtime:
             self._clear_shadow(m.base, m.size)
         return 0
 
+    def sys_vector_lanes(self) -> int:
+        """The lanes a kernel may shape its loops for (nxrt_sys_vector_lanes in C). Any value
+        gives the same results; 16, the AVX-512 shape, so that the Python backend runs the
+        shape the fastest C builds run."""
+        return 16
+
     def sys_parallel_for(self, task, ctx: int, n: int, site: int = -1) -> int:
         """task(ctx, begin, end) over the chunks of [0, n) the C pool would
         make for `self.threads` threads, one after the other, in order: the

@@ -232,6 +232,21 @@ static inline int64_t nxrt_nx_f32_to_i32(int64_t a)
     return (int64_t)(int32_t)f;         /* in range: C truncates toward 0 */
 }
 
+/* sys_vector_lanes: the float32 lanes of the widest vector this build targets
+   (nxc builds with -mprefer-vector-width=512, so an AVX-512 target uses all 16).
+   A constant per build: the kernels choose their loop shape by it and give the
+   same bits whatever it is (docs/language.md, section 7). */
+static inline int64_t nxrt_sys_vector_lanes(void)
+{
+#if defined(__AVX512F__)
+    return 16;
+#elif defined(__AVX__)
+    return 8;
+#else
+    return 4;
+#endif
+}
+
 /* ------------------------------------------------------------------------ */
 /* memory and output                                                         */
 /* ------------------------------------------------------------------------ */
