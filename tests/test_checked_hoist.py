@@ -347,3 +347,48 @@ def test_checked_kernel_vectorizes(tmp_path):
              for at in (scores, weighted)}
     assert any(heads[scores] <= v <= scores for v in vectorized), (scores, sorted(vectorized))
     assert any(heads[weighted] <= v <= weighted for v in vectorized), (weighted, sorted(vectorized))
+
+
+# A hoisted nest (rows x cols, all accesses planned) that runs long enough to time out: its
+# fast copy stores the outer loop's site once and nothing inside, and a TIMEOUT names that
+# outer loop; the same nest with an out-of-bounds access runs the checked copy.
+LONG_NEST = """
+    import "nx_syscalls.nx"
+
+    func spin(p: *i64, rows: i64, cols: i64) -> i64 {
+        var s: i64 = 0
+        var r: i64 = 0
+        while r < rows {
+            var c: i64 = 0
+            while c < cols {
+                s = s + p[c]
+                c = c + 1
+            }
+            r = r + 1
+        }
+        return s
+    }
+
+    func main() -> i64 {
+        let p: *i64 = sys_mmap(64 * 8) as *i64
+        return spin(p, 1000000000000, 64)
+    }
+"""
+
+
+def test_fast_copy_of_a_nest_stores_no_site_inside(write_nx):
+    """The fast copy's inner loops store no site (a volatile store that GCC must assume aliases
+    what the nest reads: loads could not move across it, and a kernel's operands spilled); the
+    checked copy keeps every site."""
+    path = write_nx(LONG_NEST)
+    spin = function_text(c_text(path), "spin")
+    fast, checked = spin.split("} else {", 1)
+    fast = fast[fast.index("__builtin_expect"):]
+    outer, inner = line_of(LONG_NEST, "while r < rows"), line_of(LONG_NEST, "while c < cols")
+    assert len(re.findall(r"\*nx_fr = \d+", fast)) == 1, fast          # the nest's one stamp, before it
+    assert "while (l_c" in fast and "*nx_fr" not in fast[fast.index("while (l_r"):], fast
+    assert len(re.findall(r"\*nx_fr = \d+", checked)) >= 2, checked    # outer and inner, as before
+    c = nxc_run(path, "--timeout", "1")
+    assert c.returncode != 0 and "TIMEOUT" in c.stdout + c.stderr, (c.stdout, c.stderr)
+    out = c.stdout + c.stderr
+    assert f"at t.nx:{outer}:" in out and f"at t.nx:{inner}:" not in out, out

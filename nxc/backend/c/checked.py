@@ -179,6 +179,11 @@ class CheckedMixin:
         store theirs in this frame's slot."""
         return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
 
+    def restamps_nest(self, s: ast.While) -> bool:
+        """restamps for the fast copy of a hoisted nest, whose inner loops store no site:
+        only a call of an nx function moves this frame's slot."""
+        return bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
+
     def frame_at(self, pos, kind: str) -> str:
         """Store a site in this function's shadow-stack slot (where it is now)."""
         return f"*nx_fr = {self.site(pos, kind, kind)}"

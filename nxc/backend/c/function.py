@@ -64,6 +64,7 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         # Fields an enclosing hoisted loop proved no store of its nest overwrites.
         self.apart_done: frozenset = frozenset()
         self.fallback = False                   # writing the checked copy of a hoisted loop
+        self.in_fast_nest = False               # writing the body of a hoisted loop's fast copy
         # Accesses through the same pointer text at the same type share one
         # cache (a helper's `ctx.rng = ctx.rng * a + c` pays one miss per call,
         # not three); any cache gives a complete check, sharing only decides hits.
@@ -200,7 +201,7 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         self.emit(f"if (__builtin_expect(!!({self.hoisted_checks(plan, outer)}), 1)) {{")
         self.depth += 1
         self.apart_done = apart | {f.node for f in plan.fixed if f.base_of}
-        self.loop(s)
+        self.loop(s, fast=not self.in_fast_nest)
         self.apart_done = apart
         self.depth -= 1
         self.fast = outer
@@ -214,17 +215,26 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         self.depth -= 1
         self.emit("}")
 
-    def loop(self, s: ast.While) -> None:
-        if self.checked and self.restamps(s):
+    def loop(self, s: ast.While, fast: bool = False) -> None:
+        """A loop; `fast`: the fast copy of a hoisted nest (the outermost one)."""
+        if not self.checked or self.in_fast_nest:
+            # Unchecked; or a loop inside a hoisted nest's fast copy, which stores no site of
+            # its own: the nest stamped its outer loop's, and a TIMEOUT in the nest names that
+            # loop. A site store is a volatile int32 store that, for GCC, may alias any memory
+            # the nest reads (nxc passes -fno-strict-aliasing): loads could not move across it,
+            # and a kernel's values went through the stack instead of its vector operands.
+            self.emit(f"while ({self.cond(s.cond)}) {{")
+        elif self.restamps_nest(s) if fast else self.restamps(s):
             self.emit(f"while (({self.frame_at(s.pos, 'loop')}, {self.cond(s.cond)})) {{")
-        elif self.checked:
+        else:
             # Nothing in the body moves this frame's slot: stamp it once (a hot
             # inner loop pays no store per iteration).
             self.emit(f"{self.frame_at(s.pos, 'loop')};")
             self.emit(f"while ({self.cond(s.cond)}) {{")
-        else:
-            self.emit(f"while ({self.cond(s.cond)}) {{")
+        inside = self.in_fast_nest
+        self.in_fast_nest = inside or fast
         self.block(s.body)
+        self.in_fast_nest = inside
         self.emit("}")
 
     def visit_Break(self, s) -> None:
