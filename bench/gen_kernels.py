@@ -140,6 +140,19 @@ class Kernel:
         self.seed = rng.getrandbits(63)
         self.J = f"{P}KJ{k}"
         self.nb = self.cols // self.qb if self.qb else 0
+        # The eight-token kernel's shape (nx_f32_gemm.nx, nx_gemm_tokens8): a lane pass over
+        # several columns (each token's sum a chain of cpp steps, the accumulator a float in
+        # between), the token values loaded before the lane loop, up to eight tokens at once.
+        # Drawn last, so that every earlier draw of a seed is what it was without it.
+        self.cpp = 1
+        if self.wt in ("f32", "bf16", "f16") and self.layout == "packed" and rng.random() < 0.4:
+            self.cpp = rng.choice([2, 4, 8])
+            self.T = rng.choice([4, 5, 8])
+            self.hoist_x = True
+            self.cols = self.cpp * rng.randrange(1, max(2, 16 // self.cpp + 1))
+            max_rows = max(1, MAX_WORK // (self.cols * self.T))
+            self.rows = rng.randrange(1, min(max_rows, 3 * self.R + 3) + 1)
+            self.np = (self.rows + self.R - 1) // self.R
         self.rp = self.np * self.R                         # rows of Y (padded to whole panels)
 
     # ---------------------------------------------------------------- pieces
@@ -203,7 +216,8 @@ class Kernel:
         body += [f"    a{t}[r] = 0" for t in range(T)]
         body += ["    r = r + 1", "}"]
         cu = self.cols // self.upc
-        body += ["var c: i64 = 0", f"while c < {cu} {{"]
+        passes = cu // self.cpp                            # lane passes over the columns
+        body += ["var c: i64 = 0", f"while c < {passes} {{"]
         inner = []
         if self.factors:
             inner += [f"if ((c * {self.upc}) % {self.qb}) == 0 {{",
@@ -214,9 +228,10 @@ class Kernel:
                       "    }",
                       "}"]
         if self.hoist_x:
+            span = self.upc * self.cpp                     # columns per pass
             for t in range(T):
-                for u in range(self.upc):
-                    inner.append(f"let x{t}_{u}: i64 = j.x[{t} * {self.cols} + c * {self.upc} + {u}]")
+                for u in range(span):
+                    inner.append(f"let x{t}_{u}: i64 = j.x[{t} * {self.cols} + c * {span} + {u}]")
         inner += ["r = 0", f"while r < {R} {{"]
         inner += ["    " + s for s in self.lane_body(cu)]
         inner += ["    r = r + 1", "}"]
@@ -239,7 +254,7 @@ class Kernel:
     def xat(self, t: int, u: int) -> str:
         if self.hoist_x:
             return f"x{t}_{u}"
-        return f"j.x[{t} * {self.cols} + c * {self.upc} + {u}]"
+        return f"j.x[{t} * {self.cols} + c * {self.upc * self.cpp} + {u}]"
 
     def lane_body(self, cu: int) -> list[str]:
         """Lane r of unit c of panel p: every token's sum gets this unit's columns, in order."""
@@ -251,7 +266,13 @@ class Kernel:
                 lines.append("let d: i64 = f[r] as i64")
             else:
                 lines.append(f"let d: i64 = {P}f16l(j.s[(p * {self.nb} + (c * {self.upc}) / {self.qb}) * {R} + r])")
-        if self.wt in ("f32", "bf16", "f16"):
+        if self.wt in ("f32", "bf16", "f16") and self.cpp > 1:
+            # this pass's cpp columns of the lane's row: element (row, col) at (p * cols + col) * R + r
+            for u in range(self.cpp):
+                lines.append(f"let wv{u}: i64 = "
+                             f"{self.lane_deq(f'j.w[(p * {self.cols} + c * {self.cpp} + {u}) * {R} + r]')}")
+            qs = [(f"wv{u}", "") for u in range(self.cpp)]
+        elif self.wt in ("f32", "bf16", "f16"):
             lines.append(f"let wv: i64 = {self.lane_deq(f'j.w[{at}]')}")
             qs = [("wv", "")]
         elif self.wt == "q8":
@@ -300,7 +321,8 @@ class Kernel:
         P, R, T, rows, cols = self.P, self.R, self.T, self.rows, self.cols
         st = SOURCE_TYPE[self.wt]
         n_src = rows * cols // (2 if self.wt == "q4" else 1)
-        L = [f"// kernel {self.k}: {self.wt} {self.layout} R={R} rows={rows} cols={cols} tokens={T}",
+        L = [f"// kernel {self.k}: {self.wt} {self.layout} R={R} rows={rows} cols={cols} tokens={T} "
+             f"columns per pass={self.cpp}",
              f"kh[0] = {self.seed}",
              f"let kw: *{st} = sys_mmap({max(n_src, 1)} * sizeof({st})) as *{st}",
              f"let ks: *u16 = sys_mmap({max(rows * self.nb, 1)} * 2) as *u16",
