@@ -4,7 +4,9 @@
     python bench/run_bench.py            # the full table (several minutes)
     python bench/run_bench.py --quick    # smaller sizes, for a smoke test
 
-Sections: 1. GQA attention, nx C (unchecked) vs hand-written C vs numpy; 2.
+Sections: 1. GQA attention, nx C (unchecked) vs hand-written C vs numpy; 1c-1e. linear
+layers (nx's packed kernel vs numpy sgemm on 1 and 2 threads and torch), 1f. one
+Qwen3-4B-shaped layer vs numpy, 1g. nx vs llama.cpp on one GGUF (where installed); 2.
 paged vs contiguous KV cache per decode step; 2b. checked C (the default)
 vs unchecked C vs the Python backend; 3. build times; 4. front-end
 throughput; 5. Python backend vs C backend. Times are medians over repeats.
@@ -340,6 +342,7 @@ def bench_linear(shapes, tokens, repeats):
                          if T == 1 else f"nx/numpy {t / t_np:.2f}   {flops / t / 1e9 / peak_gf:.0%} of peak")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
     bench_linear_threads(shapes, tokens, repeats)
+    bench_linear_others(shapes, tokens, repeats)
     bench_linear_quant(shapes, tokens, repeats, bw)
 
 
@@ -373,6 +376,57 @@ def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
             row("linear", f"{R}x{C}, {T} tok: {counts[-1]} threads / 1 thread",
                 f"{times[0] / times[-1]:.2f}x   same bits: {'yes' if same else 'NO'}   "
                 f"load {os.getloadavg()[0]:.2f}")
+
+
+NUMPY_THREADS_CHILD = r"""
+import os, sys, time
+os.environ["OPENBLAS_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"] = os.environ["MKL_NUM_THREADS"] = sys.argv[1]
+import numpy as np
+R, C, T, repeats = map(int, sys.argv[2:6])
+rng = np.random.default_rng(3)
+W = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
+X = rng.standard_normal((T, C)).astype(np.float32)
+X @ W.T
+best = min((lambda t0: (X @ W.T, time.perf_counter() - t0)[1])(time.perf_counter()) for _ in range(repeats))
+print(best)
+"""
+
+
+def bench_linear_others(shapes, tokens, repeats):
+    """The same shapes in numpy's sgemm on 2 threads (a child process: the BLAS thread count is
+    fixed when numpy loads) and in torch where installed (F.linear, float32 and bfloat16, 1 and 2
+    threads; bfloat16 goes through oneDNN's AMX/AVX-512 BF16 kernels where the CPU has them: not
+    bit-exact, the yardstick of what the hardware does with rounding left to it). Wall times."""
+    print(f"1e. Linear layers elsewhere: numpy on 2 threads, torch (wall time); load {os.getloadavg()[0]:.2f}")
+    try:
+        import torch
+    except ImportError:
+        torch = None
+        row("linear", "torch", "not installed (pip install torch==2.13.0, the CPU wheel)")
+    for R, C in shapes:
+        for T in tokens:
+            flops = 2.0 * R * C * T
+            out = subprocess.run([sys.executable, "-c", NUMPY_THREADS_CHILD, "2", str(R), str(C), str(T),
+                                  str(repeats)], capture_output=True, text=True)
+            if out.returncode == 0:
+                t = float(out.stdout.split()[-1])
+                row("linear", f"{R}x{C}, {T} tok: numpy sgemm f32, 2 threads (wall)",
+                    f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s")
+            if torch is None:
+                continue
+            rng = np.random.default_rng(3)
+            Wt = torch.from_numpy((rng.standard_normal((R, C)) * 0.05).astype(np.float32))
+            Xt = torch.from_numpy(rng.standard_normal((T, C)).astype(np.float32))
+            for dtype in (torch.float32, torch.bfloat16):
+                w, x = Wt.to(dtype), Xt.to(dtype)
+                name = "f32" if dtype == torch.float32 else "bf16"
+                for threads in (1, 2):
+                    torch.set_num_threads(threads)
+                    torch.nn.functional.linear(x, w)
+                    t = paired_medians([lambda: torch.nn.functional.linear(x, w)], repeats)[0]
+                    row("linear", f"{R}x{C}, {T} tok: torch {name}, {threads} thread{'s' if threads > 1 else ''} (wall)",
+                        f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s")
+            torch.set_num_threads(1)
 
 
 def bench_linear_quant(shapes, tokens, repeats, bw):
@@ -414,6 +468,59 @@ def bench_linear_quant(shapes, tokens, repeats, bw):
                     parts.append(f"{gbs:.1f} GB/s of {name} bytes ({gbs / bw:.0%} of bandwidth)")
                 parts.append(f"load average {os.getloadavg()[0]:.1f}")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", "   ".join(parts))
+
+
+# ---------------------------------------------------------------- 1f. the layer, and llama.cpp
+def table_rows(text: str) -> list[list[str]]:
+    """The data rows of the markdown tables a bench printed."""
+    out = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and not set(line) <= set("|-: ") and len(cells) > 2:
+            out.append(cells)
+    return out
+
+
+def bench_layer(prompt: int, context: int, threads=(1, 2)):
+    """bench/qwen3_layer.py (one Qwen3-4B-shaped layer, BF16, unchecked C, against numpy doing
+    the same float32 math on one thread): its prompt and decode rows, at each thread count
+    (one thread: CPU time; more: wall time)."""
+    print(f"1f. One Qwen3-4B-shaped layer vs numpy (bench/qwen3_layer.py); load {os.getloadavg()[0]:.2f}")
+    for t in threads:
+        out = subprocess.run([sys.executable, os.path.join(HERE, "qwen3_layer.py"), "--prompt", str(prompt),
+                              "--context", str(context), "--repeat", "2", "--threads", str(t)],
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            row("layer", f"qwen3_layer.py --threads {t}", f"failed: {out.stderr.strip().splitlines()[-1:]}")
+            continue
+        for cells in table_rows(out.stdout):
+            if cells[0].startswith(("prompt", "decode")):
+                row("layer", f"{cells[0]}, nx {t} thread{'s' if t > 1 else ''} / numpy 1 thread",
+                    f"{cells[1]} s / {cells[3]} s   nx/numpy {cells[5]}   load {os.getloadavg()[0]:.2f}")
+
+
+def bench_llama(prompt: int, steps: int):
+    """bench/llama_cpp_compare.py on the same one-layer F16 GGUF for both: llama.cpp's prompt
+    and decode step against nx's at 1 and 2 threads (wall). llama-cpp-python is an optional
+    extra built from source; without it the row says how to install it."""
+    print(f"1g. nx vs llama.cpp on one GGUF (bench/llama_cpp_compare.py); load {os.getloadavg()[0]:.2f}")
+    out = subprocess.run([sys.executable, os.path.join(HERE, "llama_cpp_compare.py"), "--threads", "1,2",
+                          "--prompt", str(prompt), "--steps", str(steps), "--repeat", "2"],
+                         capture_output=True, text=True)
+    if out.returncode == 2:
+        row("llama", "llama.cpp", "not installed: " + " ".join(out.stdout.split()[-8:]))
+        return
+    if out.returncode != 0:
+        row("llama", "llama_cpp_compare.py", f"failed: {out.stderr.strip().splitlines()[-1:]}")
+        return
+    for cells in table_rows(out.stdout):
+        if not cells[0].isdigit():
+            continue
+        t = cells[0]
+        row("llama", f"{t} thread{'s' if t != '1' else ''}: prompt {prompt}, nx / llama.cpp",
+            f"{cells[1]} s / {cells[2]} s = {cells[3]}")
+        row("llama", f"{t} thread{'s' if t != '1' else ''}: decode step, nx / llama.cpp",
+            f"{cells[4]} / {cells[5]} = {cells[6]}   {cells[7] if len(cells) > 7 else ''}")
 
 
 # ---------------------------------------------------------------- 2. paged vs contiguous
@@ -780,11 +887,13 @@ def bench_python(repeats):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes and few repeats")
-    ap.add_argument("--only", choices=["gqa", "simd", "linear", "threads", "paged", "checked", "build", "frontend", "python"],
+    ap.add_argument("--only", choices=["gqa", "simd", "linear", "threads", "layer", "llama", "paged", "checked", "build",
+                                       "frontend", "python"],
                     action="append", help="sections to run (linear includes threads: the linear kernel at 1 and 2 threads)")
     args = ap.parse_args()
     os.environ.setdefault("NXC_CACHE_DIR", tempfile.mkdtemp(prefix="nxc-bench-"))
-    only = set(args.only or ["gqa", "simd", "linear", "paged", "checked", "build", "frontend", "python"])
+    only = set(args.only or ["gqa", "simd", "linear", "layer", "llama", "paged", "checked", "build", "frontend",
+                             "python"])
     print("machine:", machine())
     print("flags:", " ".join(flags_for("2")))
     q = args.quick
@@ -798,6 +907,10 @@ def main() -> int:
     if "threads" in only and "linear" not in only:
         bench_linear_threads([(512, 256)] if q else [(9728, 2560), (2560, 9728), (4096, 2560)], [64, 1],
                              3 if q else 5)
+    if "layer" in only:
+        bench_layer(16 if q else 64, 256 if q else 1024, (1,) if q else (1, 2))
+    if "llama" in only:
+        bench_llama(16 if q else 64, 4 if q else 15)
     if "paged" in only:
         bench_paged([256, 1024] if q else [256, 1024, 4096], 3 if q else 9)
     if "checked" in only:
