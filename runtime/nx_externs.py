@@ -63,10 +63,25 @@ EXTERNS = {
     # (SSE2); the Python backend says 16. A kernel may choose its loop shape by it; its results
     # must not depend on it (each shape is the same scalar sequence per output).
     "sys_vector_lanes": ((), "i64"),
+    # nx_f16_to_f32_block(src, dst, n): dst[i] = the float32 bits of IEEE binary16 src[i] for
+    # i < n, exactly (NaN -> 0x7FC00000); n <= 0 does nothing. Returns max(n, 0). C converts 16
+    # (AVX-512) or 8 (F16C) halves per instruction, exactly as the scalar nx_f16_to_f32; src and
+    # dst may overlap (as if src were read first).
+    "nx_f16_to_f32_block": (("*u16", "*u32", "i64"), "i64"),
 }
 
 # The externs whose first argument is a task: a function's name (see above).
 TASK_EXTERNS = frozenset({"sys_parallel_for"})
+
+# The externs that read or write memory given to them, or end a mapping, so that a call can
+# fault at its site: checked C calls their nxrt_chk_ twin with the call's site, the Python
+# backend passes `site=` (runtime/nx_memory.py). sys_parallel_for: its task may do anything.
+SITED_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
+                           "sys_file_map", "sys_file_unmap", "sys_parallel_for", "nx_f16_to_f32_block"})
+
+# The externs with effects beyond their result (memory, or the open files): everything a loop
+# that calls one cannot have hoisted (nxc/lower/effects.py). The rest are pure.
+MEMORY_EXTERNS = SITED_EXTERNS | {"sys_file_close", "sys_file_size"}
 
 # The externs that are pure float32 operations: no side effects, result
 # depends only on the arguments, implemented by nx_runtime.h on C `float`
@@ -109,5 +124,5 @@ def c_name(name: str) -> str:
 
 
 assert F32_PRIMITIVES <= EXTERNS.keys()
-assert TASK_EXTERNS <= EXTERNS.keys()
+assert TASK_EXTERNS <= SITED_EXTERNS <= MEMORY_EXTERNS <= EXTERNS.keys()
 assert F32_OPERAND_KINDS.keys() == F32_PRIMITIVES

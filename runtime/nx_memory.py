@@ -47,6 +47,7 @@ runtime's impossible ones, return 0.
 from __future__ import annotations
 
 import bisect
+from array import array
 import importlib.util
 import mmap as _mmap
 import os
@@ -360,6 +361,24 @@ class Runtime:
         else:
             self._clear_shadow(m.base, m.size)
         return 0
+
+    def nx_f16_to_f32_block(self, src: int, dst: int, n: int, site: int = -1) -> int:
+        """dst[i] = the float32 bits of binary16 src[i], i < n (nxrt_nx_f16_to_f32_block): every
+        half read before any word is written (so overlap reads as in C), NaN canonical. Both
+        ranges are checked first, src as read, dst as written, in checked C's words."""
+        if n <= 0:
+            return 0
+        m = min(n, 1 << 60)
+        self._extern_range(src, 2 * m, site)
+        self._extern_range(dst, 4 * m, site, store=True)
+        halves = array("H", bytes(self.arena[src:src + 2 * n]))      # nx memory is little-endian
+        if sys.byteorder != "little":
+            halves.byteswap()
+        words = array("I", (_f16_bits(h) for h in halves))
+        if sys.byteorder != "little":
+            words.byteswap()
+        self.arena[dst:dst + 4 * n] = words.tobytes()
+        return n
 
     def sys_vector_lanes(self) -> int:
         """The lanes a kernel may shape its loops for (nxrt_sys_vector_lanes in C). Any value
@@ -720,6 +739,20 @@ class Runtime:
 
     def _mapped_at(self, m: _Mapping) -> str:
         return _F.suffix("mapped_at", where=self.where(m.site)) if m.site is not None and m.site >= 0 else ""
+
+
+def _f16_bits(h: int) -> int:
+    """The float32 bits of binary16 bits h, exactly (NaN -> 0x7FC00000): nx_f16_to_f32's rule,
+    written again here (nxrt_f16_bits in C) so that each backend stands on its own."""
+    sign, e, m = (h & 0x8000) << 16, (h >> 10) & 0x1F, h & 0x3FF
+    if e == 0x1F:
+        return 0x7FC00000 if m else sign | 0x7F800000
+    if e == 0:
+        if m == 0:
+            return sign
+        p = m.bit_length() - 1                                # m * 2^-24 = 2^(p-24) * 1.f
+        return sign | ((p - 24 + 127) << 23) | ((m << (23 - p)) & 0x7FFFFF)
+    return sign | ((e - 15 + 127) << 23) | (m << 13)
 
 
 def parallel_grain(n: int, threads: int) -> int:

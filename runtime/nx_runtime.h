@@ -462,6 +462,11 @@ NXRT_API int64_t nxrt_sys_file_open(uint8_t *path, int64_t n);
 NXRT_API int64_t nxrt_sys_file_size(int64_t h);
 NXRT_API int64_t nxrt_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n);
 NXRT_API int64_t nxrt_sys_file_close(int64_t h);
+/* nx_f16_to_f32_block(src, dst, n): dst[i] = the float32 bits of binary16 src[i], i < n,
+   exactly as nx_f16_to_f32 (NaN -> 0x7FC00000). In nx_runtime.c, which converts 16 (AVX-512) or
+   8 (F16C) halves per instruction where the build targets them. src and dst may overlap: the
+   result is as if src had been read first. n <= 0: nothing. Returns max(n, 0). */
+NXRT_API int64_t nxrt_nx_f16_to_f32_block(uint16_t *src, uint32_t *dst, int64_t n);
 /* sys_file_map: n bytes of an open file from `offset`, mapped read-only
    (PROT_READ, MAP_PRIVATE: the page cache's pages, not a copy), or NULL (not
    an open handle, n <= 0, offset < 0, past the end of the file, or no mmap on
@@ -774,6 +779,7 @@ NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site);
 NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_read(int64_t h, int64_t offset, void *buf, int64_t n, int site);
+NXRT_API int64_t nxrt_chk_nx_f16_to_f32_block(uint16_t *src, uint32_t *dst, int64_t n, int site);
 NXRT_API uint8_t *nxrt_chk_sys_file_map(int64_t h, int64_t offset, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_unmap(uint8_t *p, int64_t n, int site);
 NXRT_API int nxrt_stack_mirror(void *page, int64_t nbytes);

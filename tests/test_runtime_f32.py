@@ -565,7 +565,8 @@ def test_header_refuses_fast_math(tmp_path, bad):
     assert proc.returncode != 0 and "strict IEEE-754" in proc.stderr
 
 
-_C_TYPES = {"i64": "int64_t", "bool": "_Bool", "*void": "void *", "*u8": "uint8_t *"}
+_C_TYPES = {"i64": "int64_t", "bool": "_Bool", "*void": "void *", "*u8": "uint8_t *", "*u16": "uint16_t *",
+            "*u32": "uint32_t *"}
 
 
 def test_externs_table_matches_header_and_python():

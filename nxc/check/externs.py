@@ -27,6 +27,17 @@ def f32_primitives() -> frozenset:
     return frozenset(_table().F32_PRIMITIVES)
 
 
+def sited_externs() -> frozenset:
+    """Externs whose call can fault at its site: checked C's nxrt_chk_ twins, the Python
+    backend's site= (runtime/nx_externs.py)."""
+    return frozenset(_table().SITED_EXTERNS)
+
+
+def memory_externs() -> frozenset:
+    """Externs with effects beyond their result (runtime/nx_externs.py); the rest are pure."""
+    return frozenset(_table().MEMORY_EXTERNS)
+
+
 def task_externs() -> frozenset:
     """Externs whose first argument names a task function (runtime/nx_externs.py)."""
     return frozenset(getattr(_table(), "TASK_EXTERNS", ()))

@@ -21,14 +21,13 @@ import weakref
 from dataclasses import dataclass
 
 from nxc.incremental.records import Recorded
+from nxc.check.externs import memory_externs
 from nxc.lower.may_unmap import may_unmap
 from nxc.syntax import ast
 
 # Externs that read or write memory or end a mapping (the rest are pure float32 operations).
 # sys_parallel_for runs a task, which may do anything a function may.
-MEMORY_EXTERNS = frozenset({"sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read",
-                            "sys_file_close", "sys_file_size", "sys_file_map", "sys_file_unmap",
-                            "sys_parallel_for"})
+MEMORY_EXTERNS = memory_externs()          # the one list: runtime/nx_externs.py
 
 
 def recorded(program) -> Recorded | None:

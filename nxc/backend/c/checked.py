@@ -192,7 +192,7 @@ class CheckedMixin:
         sym = self.sym(e.func)
         if sym.kind == "extern":
             if sym.name in CHECKED_EXTERNS:
-                what = sym.name[4:]
+                what = sym.name.removeprefix("sys_")
                 call = f"nxrt_chk_{sym.name}({', '.join(args + [self.site(e.pos, what, what)])})"
             else:
                 call = f"{func_c_name(sym)}({', '.join(args)})"

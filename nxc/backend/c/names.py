@@ -12,6 +12,7 @@ import os
 
 from nxc.syntax import ast
 from nxc.backend.escape import c_string_body
+from nxc.check.externs import sited_externs
 from nxc.check.types import I64, BoolType, IntType, PointerType, StructType, Type, VoidType
 
 _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64, True): "int64_t",
@@ -19,9 +20,9 @@ _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64
 
 
 # Externs that take or give memory: checked builds call the runtime's
-# nxrt_chk_* twin, which checks the range against the live mappings.
-CHECKED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_file_map",
-                   "sys_file_unmap", "sys_parallel_for")
+# nxrt_chk_* twin, which checks the range against the live mappings (the one
+# list is runtime/nx_externs.py's SITED_EXTERNS).
+CHECKED_EXTERNS = sited_externs()
 
 
 def c_type(t: Type) -> str:

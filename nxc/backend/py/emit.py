@@ -37,16 +37,10 @@ import keyword
 import os
 from dataclasses import dataclass, field
 
-# The externs whose memory faults are located at the call (runtime/nx_memory.py),
-# as checked C's nxrt_chk_* wrappers are.
-SITED_EXTERNS = ("sys_mmap", "sys_munmap", "sys_write", "sys_file_open", "sys_file_read", "sys_file_map",
-                 "sys_file_unmap", "sys_parallel_for")
-
-
 from nxc import __version__
 from nxc.syntax import ast
 from nxc.check.program import Function, Program
-from nxc.check.externs import f32_primitives
+from nxc.check.externs import f32_primitives, sited_externs
 from nxc.lower.guards import CAPTURE_SLOTS, CapturedOperand
 from nxc.lower.plan import plan_program
 from nxc.backend.emitter import CapturesMixin, FunctionEmitterBase
@@ -57,6 +51,10 @@ from nxc.deep import deep
 from nxc.backend.escape import comment_text
 from nxc.backend.skeleton import template
 from nxc.check.types import BoolType, IntType, PointerType
+
+# The externs whose memory faults are located at the call (runtime/nx_memory.py),
+# as checked C's nxrt_chk_* wrappers are (runtime/nx_externs.py's SITED_EXTERNS).
+SITED_EXTERNS = sited_externs()
 
 # Names the generated code uses for itself; nx names never take them.
 _HELPERS = {"_SH", "_ld", "_st", "_a", "_p", "_t", "_r", "_d", "_rt", "_SITES", "_FILES", "_nx_f32", "_nx_mem",
@@ -369,7 +367,7 @@ class FunctionEmitter(ArithEmitter, MemoryEmitter, FunctionEmitterBase):
         else:
             args = [strip(self.value(a)) for a in e.args]
         if sym.kind == "extern" and sym.name in SITED_EXTERNS:
-            args.append(str(self.site(e.pos, sym.name[4:])))
+            args.append(str(self.site(e.pos, sym.name.removeprefix("sys_"))))
         return f"{name}({', '.join(args)})"
 
     def visit_Index(self, e: ast.Index):
