@@ -143,6 +143,39 @@ def peak_c():
     return lib
 
 
+def stream_c():
+    """bench/stream_read.c, nxc's flags."""
+    with open(os.path.join(HERE, "stream_read.c"), encoding="utf-8") as f:
+        text = f.read()
+    lib, ffi = load(build(EmittedC(text, "uint64_t stream_read(const uint64_t *, int64_t);\n", [])))
+    return lib, ffi
+
+
+def last_level_cache() -> int:
+    """Bytes of the largest cache (sysfs), 0 if unknown."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    for name in (os.listdir(base) if os.path.isdir(base) else []):
+        try:
+            with open(os.path.join(base, name, "size")) as f:
+                text = f.read().strip()
+        except OSError:
+            continue
+        units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+        best = max(best, int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+    return best
+
+
+def read_bandwidth(nbytes: int) -> float:
+    """GB/s of bench/stream_read.c over a buffer of nbytes, best of 3 (the buffer touched first)."""
+    lib, ffi = stream_c()
+    buf = np.ones(nbytes // 8, np.uint64)
+    ptr = ffi.cast("const uint64_t *", buf.ctypes.data)
+    lib.stream_read(ptr, buf.size)
+    t = min(in_child(lambda: lib.stream_read(ptr, buf.size), clock=time.process_time) for _ in range(3))
+    return nbytes / t / 1e9
+
+
 def numpy_gqa(Q, K, V, n, hq, hkv, d, scale):
     q = Q.reshape(n, hq, d).transpose(1, 0, 2)
     k = np.repeat(K.reshape(n, hkv, d).transpose(1, 0, 2), hq // hkv, axis=0)
@@ -294,11 +327,14 @@ def bench_linear(shapes, tokens, repeats):
         info = "threadpoolctl not installed"
     row("linear", "numpy BLAS", f"{info}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
     m = nxc.load(os.path.join(bundled_dir(), "nx_f32_gemm.nx"), checked=False)
-    big = np.ones(64 << 20, np.float32)
-    t_bw = min(in_child(big.sum, clock=time.process_time) for _ in range(3))
-    bw = big.nbytes / t_bw / 1e9
-    del big
-    row("linear", "memory bandwidth (numpy sum, 256 MB)", f"{bw:.1f} GB/s")
+    # The weights of one of these matrices (25-100 MB) stay in a large last-level cache between
+    # calls (480 MiB on the Xeon of the eleventh session), so the decode rows below read them at
+    # the cache's rate: the yardstick for them is a read of a buffer of their size, and the
+    # decode rows from memory (bench_decode_dram) stream weights four times the cache's size.
+    llc = last_level_cache()
+    bw = read_bandwidth(64 << 20)
+    row("linear", "read bandwidth, one thread, 64 MiB buffer (bench/stream_read.c)", f"{bw:.1f} GB/s   "
+        f"(last-level cache {llc >> 20} MiB)")
     peak = peak_c()
     iters = 20_000_000
     t_pk = min(in_child(lambda: peak.peak_mul_add(iters, 1.0, 0.0), clock=time.process_time) for _ in range(3))
@@ -341,6 +377,7 @@ def bench_linear(shapes, tokens, repeats):
                 extra = (f"{R * C * es / t / 1e9:.1f} GB/s of weights ({R * C * es / t / 1e9 / bw:.0%} of bandwidth)"
                          if T == 1 else f"nx/numpy {t / t_np:.2f}   {flops / t / 1e9 / peak_gf:.0%} of peak")
                 row("linear", f"{R}x{C}, {T} tok: nx {name} packed", f"{ms(t)}   {flops / t / 1e9:.1f} GFLOP/s   {extra}")
+    bench_decode_dram(shapes[0][1], repeats)
     bench_linear_threads(shapes, tokens, repeats)
     bench_linear_others(shapes, tokens, repeats)
     bench_linear_quant(shapes, tokens, repeats, bw)
@@ -376,6 +413,68 @@ def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
             row("linear", f"{R}x{C}, {T} tok: {counts[-1]} threads / 1 thread",
                 f"{times[0] / times[-1]:.2f}x   same bits: {'yes' if same else 'NO'}   "
                 f"load {os.getloadavg()[0]:.2f}")
+
+
+def bench_decode_dram(cols: int, repeats: int):
+    """Issue 28's "decode at memory speed": one token through a weight of `cols` columns and as
+    many rows as make it four times the last-level cache (at least 1 GiB), so that every call
+    streams it from memory, as a decode step of a real model does (a Qwen3-4B is 8 GB in BF16),
+    against the read bandwidth of the same memory measured in the same run; bf16, f16, f32 and
+    the quantized Q8_0 and Q4_K (unchecked C, one thread, CPU time)."""
+    llc = last_level_cache()
+    size = max(1 << 30, 4 * llc)
+    bw = read_bandwidth(size)
+    row("linear", f"read bandwidth, one thread, {size >> 20} MiB buffer (memory)", f"{bw:.1f} GB/s")
+    m = nxc.load(os.path.join(bundled_dir(), "nx_f32_gemm.nx"), checked=False)
+    rng = np.random.default_rng(6)
+    x = bits(rng.standard_normal(cols).astype(np.float32))
+    for name, es in (("bf16", 2), ("f16", 2), ("f32", 4)):
+        R = size // (cols * es) // 16 * 16
+        Rp = R
+        buf = np.zeros(Rp * cols * es + 64, np.uint8)
+        P = buf[(-buf.ctypes.data) % 64:][:Rp * cols * es].view(np.uint32 if es == 4 else np.uint16)
+        # the packed weights themselves (one MiB of a weight's values repeated: packing a GiB from a
+        # source matrix would double the memory for nothing). Values of a real weight's size: no
+        # subnormal floats, which the CPU multiplies through a slow microcode assist (nx keeps
+        # them, as IEEE says, and a matrix full of them is slow to multiply whatever its source)
+        w = (rng.standard_normal(1 << 18) * 0.05).astype(np.float32)
+        tile = (w.view(np.uint32) if es == 4 else
+                (w.view(np.uint32) >> 16).astype(np.uint16) if name == "bf16" else w.astype(np.float16).view(np.uint16))
+        for at in range(0, P.size, tile.size):
+            P[at:at + tile.size] = tile[:P.size - at]
+        Y = np.zeros(R, np.int64)
+        fn = ((lambda: m.nx_gemm_f32(P, R, cols, x, 1, Y)) if es == 4 else
+              (lambda b=(name == "bf16"): m.nx_gemm_u16(P, b, R, cols, x, 1, Y)))
+        fn()
+        t = paired_medians([fn], max(3, repeats // 2), clock=time.process_time)[0]
+        gbs = R * cols * es / t / 1e9
+        row("linear", f"decode, {R}x{cols} {name} ({R * cols * es >> 20} MiB): nx packed, from memory",
+            f"{ms(t)}   {gbs:.1f} GB/s ({gbs / bw:.0%} of the read bandwidth)")
+        del P, buf
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+    try:
+        from quant_support import TYPES, random_blocks
+    except ImportError as e:
+        row("linear", "decode from memory, quantized", f"skipped: {e}")
+        return
+    q = nxc.load(os.path.join(bundled_dir(), "nx_f32_qgemm.nx"), checked=False)
+    for name in ("q8_0", "q4_k"):
+        t_id, qk, bb = TYPES[name]
+        per_row = cols // qk * bb
+        R = size // per_row // 16 * 16
+        raw = random_blocks(name, R * cols // qk, rng, 0.05).reshape(R, -1)
+        buf = np.zeros(q.nx_qgemm_packed_bytes(t_id, R, cols), np.uint8)
+        P = buf[(-buf.ctypes.data) % 64:]
+        q.nx_qgemm_pack(t_id, raw, R, cols, P)
+        del raw
+        Y = np.zeros(R, np.int64)
+        fn = lambda: q.nx_qgemm(t_id, P, R, cols, x, 1, Y)  # noqa: E731
+        fn()
+        t = paired_medians([fn], max(3, repeats // 2), clock=time.process_time)[0]
+        gbs = R * per_row / t / 1e9
+        row("linear", f"decode, {R}x{cols} {name} ({R * per_row >> 20} MiB): nx packed, from memory",
+            f"{ms(t)}   {gbs:.1f} GB/s of {name} bytes ({gbs / bw:.0%} of the read bandwidth)")
+        del P, buf
 
 
 NUMPY_THREADS_CHILD = r"""
