@@ -15,7 +15,8 @@ def test_externs_are_callable(backend):
     assert f32.nx_f32_add(0x3F800000, 0x3F800000) == 0x40000000         # 1 + 1 = 2
     assert f32.nx_f32_lt(0x3F800000, 0x40000000) is True
     sys = nxc.load("nx_syscalls.nx", backend=backend)
-    assert sorted(sys.functions) == ["sys_mmap", "sys_munmap", "sys_write"]
+    assert sorted(sys.functions) == ["sys_mmap", "sys_munmap", "sys_vector_lanes", "sys_write"]
+    assert sys.sys_vector_lanes() in ((16,) if backend == "py" else (4, 8, 16))
     p = sys.sys_mmap(64)
     assert p and sys.sys_munmap(p, 64) == 0
 
