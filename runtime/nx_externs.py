@@ -63,6 +63,10 @@ EXTERNS = {
     # (SSE2); the Python backend says 16. A kernel may choose its loop shape by it; its results
     # must not depend on it (each shape is the same scalar sequence per output).
     "sys_vector_lanes": ((), "i64"),
+    # sys_prefetch(p): a hint that the memory at p will be read soon (the cache line holding it
+    # is fetched while the caller computes); no effect on any result, never a fault, whatever p
+    # is. Returns 0. The Python backend does nothing.
+    "sys_prefetch": (("*void",), "i64"),
     # nx_f16_to_f32_block(src, dst, n): dst[i] = the float32 bits of IEEE binary16 src[i] for
     # i < n, exactly (NaN -> 0x7FC00000); n <= 0 does nothing. Returns max(n, 0). C converts 16
     # (AVX-512) or 8 (F16C) halves per instruction, exactly as the scalar nx_f16_to_f32; src and

@@ -386,6 +386,10 @@ class Runtime:
         shape the fastest C builds run."""
         return 16
 
+    def sys_prefetch(self, p: int) -> int:
+        """A cache hint in C (nxrt_sys_prefetch); nothing to do here, and never a fault."""
+        return 0
+
     def sys_parallel_for(self, task, ctx: int, n: int, site: int = -1) -> int:
         """task(ctx, begin, end) over the chunks of [0, n) the C pool would
         make for `self.threads` threads, one after the other, in order: the

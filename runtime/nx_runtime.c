@@ -252,6 +252,7 @@ static uint32_t nxrt_f16_bits(uint32_t h)
 typedef short nxrt_vh __attribute__((vector_size(32)));
 typedef float nxrt_vf __attribute__((vector_size(64)));
 typedef uint32_t nxrt_vu __attribute__((vector_size(64)));
+typedef int nxrt_vi __attribute__((vector_size(64)));
 #elif defined(__F16C__) && defined(__AVX__)
 #define NXRT_H2F_LANES 8
 typedef short nxrt_vh __attribute__((vector_size(16)));
@@ -269,13 +270,21 @@ static void nxrt_h2f_chunk(const uint16_t *src, uint32_t *dst, int64_t i, int64_
         nxrt_vu u, nan;
         memcpy(&h, src + i, sizeof h);
 #if NXRT_H2F_LANES == 16
+        /* AVX-512: the NaN lanes found by one unordered compare into a mask register and
+           replaced by one masked blend (two vector ops, where the integer test below takes four:
+           the decode of f16 weights converts every weight here, and is bound by these ops) */
+        unsigned short isnan;
         f = __builtin_ia32_vcvtph2ps512_mask(h, (nxrt_vf){0}, (unsigned short)0xFFFF, 4 /* current rounding */);
+        isnan = __builtin_ia32_cmpps512_mask(f, f, 3 /* unordered */, (unsigned short)0xFFFF, 4);
+        memcpy(&u, &f, sizeof u);
+        nan = (nxrt_vu){0} + 0x7FC00000u;
+        u = (nxrt_vu)__builtin_ia32_blendmd_512_mask((nxrt_vi)u, (nxrt_vi)nan, isnan);
 #else
         f = __builtin_ia32_vcvtph2ps256(h);
-#endif
         memcpy(&u, &f, sizeof u);
         nan = (nxrt_vu)((u & 0x7FFFFFFFu) > 0x7F800000u);
         u = (u & ~nan) | (0x7FC00000u & nan);
+#endif
         memcpy(dst + i, &u, sizeof u);
         return;
     }

@@ -247,6 +247,17 @@ static inline int64_t nxrt_sys_vector_lanes(void)
 #endif
 }
 
+/* sys_prefetch: start fetching the cache line at p into L2 (prefetcht1; on Intel t1 and t2 both
+   fill L2, and t0 also filled L1 with lines the sums then evicted: 12.1 against 11.4 GB/s). A hint:
+   prefetching never faults, whatever the address, and changes no result. Why: a kernel that
+   converts a chunk of weights and then sums over it reads memory in bursts; a prefetch of the
+   next chunk issued during the sums keeps the memory busy while the core computes. */
+static inline int64_t nxrt_sys_prefetch(void *p)
+{
+    __builtin_prefetch(p, 0, 2);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* memory and output                                                         */
 /* ------------------------------------------------------------------------ */
