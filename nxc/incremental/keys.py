@@ -224,8 +224,9 @@ def run_parts(options, backend: str) -> dict[str, object]:
     return {p.name: p.value(options, backend) for p in PARTS}
 
 
-def _key(prefix: str, identity: tuple[str, ...], options, backend: str) -> str:
-    parts = run_parts(options, backend)
+def _key(prefix: str, identity: tuple[str, ...], options, backend: str, parts: dict | None = None) -> str:
+    if parts is None:
+        parts = run_parts(options, backend)
     return prefix + parts_digest(*identity, json.dumps(parts, sort_keys=True))[:32]
 
 
@@ -235,7 +236,9 @@ def artefact_result_key(artefact_key: str, kind: str, options, backend: str) -> 
     return _key("", ("artefact", artefact_key, kind), options, backend)
 
 
-def unit_key(closure: dict[str, str], backend: str, options) -> str:
+def unit_key(closure: dict[str, str], backend: str, options, parts: dict | None = None) -> str:
     """The no-change path's key of one module's pass on `backend`: its closure's
-    sources ({real path: source_digest}) and the run's parts."""
-    return _key("u-", ("sources", closure_digest(closure)), options, backend)
+    sources ({real path: source_digest}) and the run's parts (parts: run_parts(options,
+    backend) when the caller has them: the planner computes them once per run and backend,
+    not once per unit)."""
+    return _key("u-", ("sources", closure_digest(closure)), options, backend, parts)

@@ -70,7 +70,8 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
     stale = index.stale(os.path.realpath(u.path) for u in units) if ahead is not None else []
     if len(stale) >= AHEAD_MIN:
         index.adopt(*ahead(stale))
-    decisions = {u.path: _plan_unit(u, options, index) for u in units}
+    parts: dict[str, dict] = {}         # backend -> keys.run_parts: the same for every unit of the run
+    decisions = {u.path: _plan_unit(u, options, index, parts) for u in units}
     try:
         index.save()
     except OSError:
@@ -79,7 +80,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
     return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}
 
 
-def _plan_unit(unit, options, index: ModuleIndex) -> Decision:
+def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Decision:
     from nxc.paths import SOFT_F32_MODULE
     real = os.path.realpath(unit.path)
     extra: tuple[str, ...] = ()
@@ -95,7 +96,9 @@ def _plan_unit(unit, options, index: ModuleIndex) -> Decision:
     passes = []
     for item in unit.items:
         try:
-            key = keys.unit_key(digests, item.backend, options)
+            if item.backend not in parts:
+                parts[item.backend] = keys.run_parts(options, item.backend)
+            key = keys.unit_key(digests, item.backend, options, parts[item.backend])
         except ToolError as exc:    # the build's identity: no compiler, ...; the full path reports it
             return Decision(FULL, f"no unit key on {item.backend}: {exc}")
         recorded, why = results_cache.unit_pass(key)

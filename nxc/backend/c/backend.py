@@ -26,13 +26,19 @@ from nxc.backend.base import NxRuntimeError
 from nxc.backend.c import build as c_build
 from nxc.backend.c import faults
 from nxc.backend.c import gate_child
-from nxc.backend.c import objects
 from nxc.backend.c.names import c_abi_type, c_type
-from nxc.backend.c.units import FAULT_INFO_WORDS
-from nxc.backend.c.objects import LinkedC
+from nxc.backend.c.abi import FAULT_INFO_WORDS
 from nxc.backend.c.sites import site_at
 from nxc.check.types import VOID, BoolType, PointerType, Type
 from nxc.incremental.keys import code_digest
+
+
+def _objects():
+    """nxc/backend/c/objects.py (and the emitters it imports), on first use: a no-change
+    `nxc test` asks this backend for its build identity only (build.py), and the emitters'
+    import (jinja2, the function emitter) was about a sixth of that run's time."""
+    from nxc.backend.c import objects
+    return objects
 
 
 def link_artefact(link_key: str) -> str:
@@ -51,7 +57,7 @@ class CBackend(base.Backend):
         # Nothing is emitted yet: a gate build emits only the modules whose
         # objects are not cached (nxc/backend/c/objects.py), the Python API
         # the whole program as one file (LinkedC.whole).
-        return LinkedC(program, checked=self.checked)
+        return _objects().LinkedC(program, checked=self.checked)
 
     def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True):
         # A gate worker's partial program: the link asks for the records and
@@ -60,9 +66,9 @@ class CBackend(base.Backend):
         return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache)
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
-        if isinstance(emitted, LinkedC):
+        if isinstance(emitted, _objects().LinkedC):
             if purpose == "gate":
-                return objects.build_gate(emitted, opt=opt, use_cache=use_cache)
+                return _objects().build_gate(emitted, opt=opt, use_cache=use_cache)
             emitted = emitted.whole()
         # A single file (the Python API; a test's own EmittedC). Nothing exported
         # that nobody calls: a gate needs its entry points only. The Python API
@@ -76,14 +82,14 @@ class CBackend(base.Backend):
     def artefact_key(self, emitted, *, purpose: str = "gate", opt: str = "2") -> str:
         # The build cache's own key: for a gate, the link's (its objects' keys,
         # which cover sources, interfaces, compiler, flags, versions, runtime).
-        if isinstance(emitted, LinkedC):
+        if isinstance(emitted, _objects().LinkedC):
             if purpose == "gate":
                 return link_artefact(emitted.plan(opt)[3])
             emitted = emitted.whole()
         return "c-" + c_build.cache_key(emitted, opt, "abi" if purpose == "gate" else "api")
 
     def load(self, program, emitted, built) -> "CLoaded":
-        if isinstance(emitted, LinkedC) and not isinstance(built, objects.Linked):
+        if isinstance(emitted, _objects().LinkedC) and not isinstance(built, _objects().Linked):
             emitted = emitted.whole()           # built from the single file: its sites
         return CLoaded(program, emitted, built)
 
@@ -143,7 +149,7 @@ class CLoaded(base.Loaded):
         # opened by the host's child alone, so a worker does not map every
         # library it ran (three mappings each, and each mapping costs every
         # later fork). Any other build is opened now, as before.
-        if not isinstance(built, objects.Linked):
+        if not isinstance(built, _objects().Linked):
             self._open()
         self._page = None               # the shadow stack shared with a gate's child
         self._arg_names: list[str] = []
@@ -151,7 +157,7 @@ class CLoaded(base.Loaded):
     def _open(self):
         if self._opened is None:
             lib, ffi = c_build.load(self.built)
-            if isinstance(self.built, objects.Linked):
+            if isinstance(self.built, _objects().Linked):
                 bind_linked(lib, self.emitted.binding)
             self._opened = (lib, ffi)
             if self.threads != 1:
@@ -172,7 +178,7 @@ class CLoaded(base.Loaded):
         the library is not a plain shared library (an API-mode extension)."""
         if getattr(self.built, "abi_cdef", None) is None:
             return None
-        binding = getattr(self.emitted, "binding", None) if isinstance(self.built, objects.Linked) else None
+        binding = getattr(self.emitted, "binding", None) if isinstance(self.built, _objects().Linked) else None
         return gate_child.GateJob(self.built.path, None if binding is None else tuple(binding.bases),
                                   None if binding is None else binding.root, self.checked,
                                   self.emitted.capture_slots, FAULT_INFO_WORDS, self.threads)

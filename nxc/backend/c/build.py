@@ -36,15 +36,19 @@ import tempfile
 import time
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import cffi
 
 from nxc import __version__
-from nxc.backend.c.units import GATE_CDEF, EmittedC
+from nxc.backend.c.abi import GATE_CDEF
 from nxc.cache import (cache_dir, degrade_after, discard, prune_due, prune_least_recent, present, publish,
                        scaled_bound, stamped, write_atomically)
 from nxc.diagnostics import ToolError
 from nxc.paths import runtime_dir
+
+if TYPE_CHECKING:                   # the emitters' import costs a no-change run (abi.py)
+    from nxc.backend.c.units import EmittedC
 
 # -fwrapv: signed arithmetic wraps; -fno-strict-aliasing: nx pointers may
 # alias freely; -ffp-contract=off: no fused multiply-add, which would change
