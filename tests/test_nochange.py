@@ -107,6 +107,25 @@ def test_no_change_reads_and_parses_nothing(tree):
     assert proc.returncode == 0 and not any(r["cached"] for r in rerun.values()) and stats == {}
 
 
+def test_no_change_loads_no_emitter(tree):
+    """A run that builds nothing asks the C backend its build identity only: the emitters
+    (objects.py, units.py, the function emitter) and jinja2 stay unimported (they were a sixth
+    of a no-change run at 800 modules; docs/runner.md, "The no-change fast path")."""
+    root, cache = tree
+    proc, cold, _ = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and len(cold) == len(FILES)
+    env = dict(os.environ, NXC_CACHE_DIR=str(cache))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "nxc", "test", "-q", "-j", "2", str(root)],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "nxc.backend.c.backend" in imported            # asked for its build identity
+    loaded = sorted(m for m in imported if m in ("jinja2", "nxc.backend.c.objects", "nxc.backend.c.units",
+                                                 "nxc.backend.c.function", "nxc.backend.c.emit"))
+    assert loaded == [], f"a no-change run imported {loaded}"
+
+
 def test_a_body_edit_sends_exactly_the_modules_whose_closure_holds_it(tree):
     root, cache = tree
     nxc_test(str(root), cache=cache, cwd=root)
