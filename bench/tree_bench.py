@@ -106,18 +106,17 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
     top = os.path.join(tree, f"t{n - 1:04d}.nx")
     rows = []
     steps = [("cold", None, test), ("no change", None, test),
-             ("top body edited (imported by none)", ("body", top), test), ("leaf body edited", "body", test),
-             ("leaf interface edited", "interface", test),
+             ("top body edited (imported by none)", ("body", top), test), ("leaf body edited", ("body", leaf), test),
+             ("leaf interface edited", ("interface", leaf), test),
              ("nxc check TOP, no verdicts", None, nxc_command() + ["check", top]),
              ("nxc check TOP, no change", None, nxc_command() + ["check", top]),
-             ("nxc check TOP, leaf body edited", "body", nxc_command() + ["check", top]),
+             ("nxc check TOP, leaf body edited", ("body", leaf), nxc_command() + ["check", top]),
              ("nxc.load(TOP)", None, [sys.executable, "-c", f"import nxc; nxc.load({top!r})"])]
     if not test_edits:      # --no-test-edits: the two `nxc test` runs after an edit of t0000 are left out
-        steps = [st for st in steps if not (st[1] in ("body", "interface") and st[2] is test)]
+        steps = [st for st in steps if not (st[1] and st[1][1] == leaf and st[2] is test)]
     for step, edit, cmd in steps:
         if edit:
-            kind, path = edit if isinstance(edit, tuple) else (edit, leaf)
-            subprocess.run(gen + ["--edit", kind, path], check=True, capture_output=True)
+            subprocess.run(gen + ["--edit", *edit], check=True, capture_output=True)
         r = timed(cmd, env)
         if r["status"] != 0:
             sys.exit(f"{step} run of the {n}-module tree failed (exit {r['status']}):\n{r['output'][-3000:]}")
@@ -138,7 +137,6 @@ def own_c_yardstick(tree: str, n: int, graph: str) -> dict:
     """CPU seconds of one `cc -c` of each module's own C (nxc's object flags)."""
     import resource
     import tempfile
-    sys.path.insert(0, ROOT)
     from nxc.backend.c.build import compiler
     from nxc.backend.c.closure import import_closure
     from nxc.backend.c.emit import emit_module_c
@@ -178,7 +176,6 @@ def front_end_split(top: str, cache: str) -> dict:
     """Seconds of each phase of TOP's front end, best of 3, in this process
     (the parse cache of `cache` is warm after the runs above)."""
     os.environ["NXC_CACHE_DIR"] = cache
-    sys.path.insert(0, ROOT)
     from nxc.check.checker import Checker
     from nxc.check.frontend import load_graph
     from nxc.diagnostics import Diagnostics

@@ -55,10 +55,16 @@ def write(path: Path, text: str) -> None:
     path.write_text(textwrap.dedent(text).lstrip(), encoding="utf-8")
 
 
-def nxc_test(*args, cache: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, dict, dict]:
-    """(process, results by file name, the summary's "incremental" counters)."""
+def nxc_env(cache: Path) -> dict:
+    """The environment of an nxc run on `cache`, importing this checkout's nxc."""
     env = dict(os.environ, NXC_CACHE_DIR=str(cache))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
+
+
+def nxc_test(*args, cache: Path, cwd: Path) -> tuple[subprocess.CompletedProcess, dict, dict]:
+    """(process, results by file name, the summary's "incremental" counters)."""
+    env = nxc_env(cache)
     proc = subprocess.run([sys.executable, "-m", "nxc", "test", "--json", "-j", "2", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -114,10 +120,8 @@ def test_no_change_loads_no_emitter(tree):
     root, cache = tree
     proc, cold, _ = nxc_test(str(root), cache=cache, cwd=root)
     assert proc.returncode == 0 and len(cold) == len(FILES)
-    env = dict(os.environ, NXC_CACHE_DIR=str(cache))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "nxc", "test", "-q", "-j", "2", str(root)],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=root, env=nxc_env(cache), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "4 passed" in proc.stdout, proc.stdout + proc.stderr
     imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "nxc.backend.c.backend" in imported            # asked for its build identity
