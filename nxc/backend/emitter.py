@@ -12,6 +12,7 @@ from nxc.syntax import ast
 from nxc.check.program import Function, Program
 from nxc.lower.guards import CapturedOperand, captured_values
 from nxc.lower.plan import ProgramPlan
+from nxc.lower.f32_unbox import primitive_name
 
 
 class FunctionEmitterBase(ast.NodeVisitor):
@@ -76,11 +77,21 @@ class FunctionEmitterBase(ast.NodeVisitor):
         self.depth -= 1
 
     # ---- evaluation order (nxc/lower/plan.py) ----
+    # The plan answers for every expression of the body; one the emitter made
+    # itself (none today) is asked of the plan's EvalOrder.
     def has_call(self, e) -> bool:
-        return self.order.has_call(e)
+        known = self.fplan.order.get(e)
+        return self.order.has_call(e) if known is None else known[0]
 
     def is_stable(self, e) -> bool:
-        return self.order.is_stable(e)
+        known = self.fplan.order.get(e)
+        return self.order.is_stable(e) if known is None else known[1]
+
+    def primitive(self, e) -> str | None:
+        """The float32 primitive the call `e` is, if it is one (f32_unbox.primitive_name)."""
+        if e in self.fplan.order:
+            return self.fplan.primitives.get(e)
+        return primitive_name(e, self.info)
 
 
 def strip_outer_parens(text: str) -> str:

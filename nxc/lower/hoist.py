@@ -83,10 +83,8 @@ class LoopPlan:
     counters: list                   # [Counter]: the loop's own first, then its inner loops'
     ranges: list[RangeAccess] = field(default_factory=list)
     fixed: list[FixedAccess] = field(default_factory=list)
-
-    def nodes(self) -> frozenset:
-        """The access nodes the fast copy writes without a check."""
-        return frozenset([r.node for r in self.ranges] + [f.node for f in self.fixed])
+    # The access nodes the fast copy writes without a check (set once the plan is made).
+    unchecked: frozenset = frozenset()
 
 
 def plan_loops(fn, program, free: set[str]) -> dict:
@@ -183,6 +181,7 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     plan.fixed = list(fixed_of.values())
     if not plan.ranges and not plan.fixed:
         return None
+    plan.unchecked = frozenset([r.node for r in plan.ranges] + [f.node for f in plan.fixed])
     return plan
 
 

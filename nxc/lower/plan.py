@@ -16,7 +16,13 @@ worked out here, once per function, and both read the same answers:
   operand in a temporary when a later one has a call; both emitters keep
   nx's "value before place" rule for assignments with the same tests;
 - loop counters: the `i = i + 1` of `while i < n { ... }` that cannot
-  overflow (the Python emitter writes it as `i += 1`, with no wrap).
+  overflow (the Python emitter writes it as `i += 1`, with no wrap);
+- per function, answered for every expression of its body before any
+  emitter is made, so that emitting is reading (the emitters ask these at
+  every level of every expression): the evaluation-order answers above, the
+  float32 primitive each call is (f32_unbox.primitive_name), the locals kept
+  as C floats (f32_unbox.unboxed_locals) and the names the body calls
+  (effects.body_facts).
 
 `plan_program(program)` is cached per Program object, so emitting the same
 program for both backends plans it once.
@@ -29,8 +35,8 @@ from dataclasses import dataclass, field
 from nxc.syntax import ast
 from nxc.check.program import Function, Info, Program
 from nxc.check.types import IntType
-from nxc.lower.effects import checked_functions
-from nxc.lower.f32_unbox import is_pure
+from nxc.lower.effects import body_facts, checked_functions, recorded
+from nxc.lower.f32_unbox import is_pure, primitive_name, unboxed_locals
 from nxc.lower.guards import CapturedOperand, plan_captures
 
 
@@ -51,6 +57,16 @@ class FunctionPlan:
     site_slots: dict[int, list[int]] = field(default_factory=dict)
     # Loop-counter increments (ast.Assign) that cannot overflow.
     no_wrap: set = field(default_factory=set)
+    # Every expression of the body -> (has_call, is_stable): EvalOrder's answers.
+    order: dict = field(default_factory=dict)
+    # The body's calls of float32 primitives -> the primitive (primitive_name).
+    primitives: dict = field(default_factory=dict)
+    # The locals the C emitter may keep as floats (unboxed_locals).
+    float_locals: frozenset = frozenset()
+    # The names of the functions and externs the body calls (body_facts).
+    calls: frozenset = frozenset()
+    # The body's loops, outer ones first.
+    loops: tuple = ()
 
 
 class EvalOrder:
@@ -84,6 +100,9 @@ class ProgramPlan:
     functions: dict[Function, FunctionPlan]
     # the root's gate return site -> the guard operands its gate records
     captures: dict[int, list[CapturedOperand]]
+    # The effects recorded for the bodies this program did not check
+    # (effects.recorded; None: it checked them all).
+    recorded: object = None
 
 
 _PLANS: "weakref.WeakKeyDictionary[Program, ProgramPlan]" = weakref.WeakKeyDictionary()
@@ -111,7 +130,7 @@ def _plan(program: Program) -> ProgramPlan:
         if fn is program.entry:
             captures.update(ops)
         functions[fn] = fp
-    return ProgramPlan(EvalOrder(info), functions, captures)
+    return ProgramPlan(EvalOrder(info), functions, captures, recorded(program))
 
 
 # Function -> (info, whether planned as a gate, its FunctionPlan's tables, its
@@ -130,10 +149,15 @@ def _function_plan(fn: Function, gate, info: Info) -> tuple:
         return FunctionPlan(fn, *tables), ops
     fp = FunctionPlan(fn)
     ops: dict[int, list[CapturedOperand]] = {}
-    for loop in (n for n in ast.walk(fn.decl.body) if isinstance(n, ast.While)):
+    nodes = list(ast.walk(fn.decl.body))
+    fp.loops = tuple(n for n in nodes if isinstance(n, ast.While))
+    for loop in fp.loops:
         inc = counter_increment(loop, info)
         if inc is not None:
             fp.no_wrap.add(inc)
+    fp.order, fp.primitives = _order_tables(nodes, info)
+    fp.float_locals = frozenset(unboxed_locals(fn.decl.body, info))
+    fp.calls = body_facts(fn, info).calls
     if gate is not None:
         for gr in gate.returns:
             pairs = plan_captures(gr.guard, info)
@@ -145,8 +169,36 @@ def _function_plan(fn: Function, gate, info: Info) -> tuple:
             for e, op in pairs:
                 fp.capture_slot[e] = op.slot
             ops[gr.site] = [op for _, op in pairs]
-    _FUNCTION_PLANS[fn] = (info, gate is not None, (fp.capture_slot, fp.guards, fp.site_slots, fp.no_wrap), ops)
+    _FUNCTION_PLANS[fn] = (info, gate is not None, (fp.capture_slot, fp.guards, fp.site_slots, fp.no_wrap, fp.order,
+                                                    fp.primitives, fp.float_locals, fp.calls, fp.loops), ops)
     return fp, ops
+
+
+def _order_tables(nodes: list, info: Info) -> tuple[dict, dict]:
+    """(expression -> (has_call, is_stable), call -> its float32 primitive) for
+    the expressions among `nodes` (ast.walk's order: outer ones first), worked
+    out inner ones first, so each answer reads its operands' (EvalOrder asks
+    is_pure, which walks the operands again, at every level)."""
+    order: dict = {}
+    primitives: dict = {}
+    for e in reversed(nodes):
+        if not isinstance(e, ast.Expr):
+            continue
+        if info.const(e) is not None:
+            order[e] = (False, True)
+            continue
+        name = primitive_name(e, info) if isinstance(e, ast.Call) else None
+        if name is not None:
+            primitives[e] = name
+        calls = (isinstance(e, ast.Call) and name is None) or any(order[x][0] for x in ast.subexpressions(e)
+                                                                   if x is not None)
+        if isinstance(e, ast.Name):
+            sym = info.sym(e)
+            stable = sym is not None and sym.kind in ("local", "param")
+        else:
+            stable = isinstance(e, ast.Cast) and order[e.expr][1]
+        order[e] = (calls, stable)
+    return order, primitives
 
 
 def counter_increment(loop: ast.While, info: Info):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from nxc.syntax import ast
 from nxc.check.types import VOID
 from nxc.lower.hoist import LoopPlan
-from nxc.lower.may_unmap import calls_in, has_loop
 from nxc.backend.c.names import CHECKED_EXTERNS, access_type_name, c_type, func_c_name
 
 # Where the checked code forgets its site caches (filled in when the function is done).
@@ -177,12 +176,12 @@ class CheckedMixin:
         """Whether the loop must store its site each iteration: its body (or
         condition) holds a call of an nx function or an inner loop, which
         store theirs in this frame's slot."""
-        return has_loop(s.body) or bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
+        return self.loop_restamps[s][0]
 
     def restamps_nest(self, s: ast.While) -> bool:
         """restamps for the fast copy of a hoisted nest, whose inner loops store no site:
         only a call of an nx function moves this frame's slot."""
-        return bool((calls_in(s.body, self.sym) | calls_in(s.cond, self.sym)) & self.loud)
+        return self.loop_restamps[s][1]
 
     def frame_at(self, pos, kind: str) -> str:
         """Store a site in this function's shadow-stack slot (where it is now)."""

@@ -15,7 +15,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from nxc.check.program import Function
-from nxc.lower.effects import body_checked, body_facts
 from nxc.backend.c.facts import ProgramFacts
 from nxc.backend.c.function import SITE_MARK, function_entry
 from nxc.backend.c.sites import Site
@@ -97,11 +96,11 @@ def copied_c(facts: ProgramFacts, fn: Function, copy_key=None, *, write: bool = 
     if digest is not None:
         found = COPIED.get(key)
     if found is None:
-        if not write or not body_checked(facts.program, fn):
+        if not write or not facts.body_checked(fn):
             return None
         sites: list[Site] = []
         entry = function_entry(facts, fn, sites, site_macro=True, mark_sites=True)
-        found = CopiedC(entry, tuple(sites), body_facts(fn, facts.program.info).calls, facts.structs_of(fn))
+        found = CopiedC(entry, tuple(sites), facts.calls_of(fn), facts.structs_of(fn))
         if digest is not None:
             COPIED.put(key, found)
     facts.found[key] = found
@@ -109,19 +108,18 @@ def copied_c(facts: ProgramFacts, fn: Function, copy_key=None, *, write: bool = 
 
 
 def walk_copies(facts: ProgramFacts, own: list[Function], copy_key, write: bool):
-    """(name -> (function, its CopiedC), names of the other imported functions
+    """(name -> (function, its CopiedC, or None if not written), names of the other imported functions
     called, the copied functions whose C can be had neither from the kept
     copies nor from this program (bodies not checked here)) of a unit holding
     `own`, transitively through the copies' own calls. `write`: write the C
     of the checked copies not kept (else their calls are only followed: the
     caller may check more bodies first, a new program)."""
-    program = facts.program
     by_name = facts.by_name
     own_names = {fn.decl.name for fn in own}
     copies: dict[str, tuple] = {}
     called: set[str] = set()
     unknown: dict[str, Function] = {}
-    todo = [body_facts(fn, program.info).calls for fn in own]
+    todo = [facts.calls_of(fn) for fn in own]
     while todo:
         for name in todo.pop():
             callee = by_name.get(name)
@@ -132,12 +130,14 @@ def walk_copies(facts: ProgramFacts, own: list[Function], copy_key, write: bool)
                 continue
             c = copied_c(facts, callee, copy_key, write=write)
             if c is None:
-                if not body_checked(program, callee):
+                if not facts.body_checked(callee):
                     unknown[name] = callee
                     continue
-                c = body_facts(callee, program.info)        # not written now: its calls only
+                calls = facts.calls_of(callee)      # not written now (write=False): its calls only
+            else:
+                calls = c.calls
             copies[name] = (callee, c)
-            todo.append(c.calls)
+            todo.append(calls)
     return copies, called, list(unknown.values())
 
 

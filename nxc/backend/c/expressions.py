@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from nxc.syntax import ast
 from nxc.check.types import I64, BoolType, IntType, PointerType, Type
-from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT, primitive_name
+from nxc.lower.f32_unbox import F32_BINARY, F32_COMPARE, F32_RESULT
 from nxc.backend.emitter import strip_outer_parens
 from nxc.backend.c.names import c_int_literal, c_type, func_c_name, unsigned_of
 
@@ -127,7 +127,7 @@ class ExpressionsMixin:
         return f"(({c_type(dst)}){a})"
 
     def visit_Call(self, e: ast.Call) -> str:
-        name = primitive_name(e, self.info) if self.unbox_f32 else None
+        name = self.primitive(e) if self.unbox_f32 else None
         if name in F32_RESULT:
             return f"nxrt_f32_to_bits({self.float_expr(e)})"
         if name in F32_COMPARE:
@@ -154,7 +154,7 @@ class ExpressionsMixin:
         """C `float` expression for an expression that holds float32 bits."""
         if isinstance(e, ast.Name) and self.sym(e) in self.float_locals:
             return f"lf_{self.sym(e).unique}"
-        name = primitive_name(e, self.info)
+        name = self.primitive(e)
         if name in F32_BINARY:
             a, b = self.float_operands(e)
             return f"({a} {F32_BINARY[name]} {b})"

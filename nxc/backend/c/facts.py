@@ -1,13 +1,16 @@
 """C backend: what emitting one program's C reads about it, computed before
 any function is written.
 
-Lowering (nxc/lower/) runs here, never inside an emitter: the program's plan
-(capture plan, evaluation order: plan.py), its effects (checked C: which
-functions may end a mapping, touch no memory, are silent: may_unmap.py,
-effects.py), and, per function, before its emitter is made: the loops whose
-checks are hoisted (hoist.py), the float32 locals kept as C floats
-(f32_unbox.py), whether it keeps a shadow-stack frame. The emitters
-(function.py and its mixins) only read a `FunctionFacts`.
+Lowering (nxc/lower/) runs here, once per program and for all its checked
+bodies at once, before any of its C is written, never inside an emitter:
+the program's plan (lower/plan.py: capture plan, evaluation order and
+float32 primitives per expression, the locals kept as C floats, what each
+body calls) and, for checked C, lower/checked_plan.py (the effects: which
+functions may end a mapping, touch no memory, are silent; per function the
+loops whose checks are hoisted and whether it keeps a shadow-stack frame;
+per loop whether it stores its site each iteration). The emitters
+(function.py and its mixins) and the unit logic (units.py, copies.py) only
+read those tables, through a `FunctionFacts` and this class.
 
 A `ProgramFacts` lives as long as the one program it describes, and owns
 every answer computed about it: the effects, the functions by name, which
@@ -24,11 +27,7 @@ from dataclasses import dataclass
 from nxc.syntax import ast
 from nxc.check.program import Function, Program
 from nxc.check.types import PointerType, StructType
-from nxc.check.externs import task_externs
-from nxc.lower.effects import body_facts, memory_free, recorded, silent, unmapping
-from nxc.lower.f32_unbox import unboxed_locals
-from nxc.lower.hoist import plan_loops
-from nxc.lower.may_unmap import has_loop
+from nxc.lower.checked_plan import CheckedPlan, plan_bodies, plan_checked
 from nxc.lower.plan import ProgramPlan, plan_program
 
 # The largest straight-line function importers copy (nx_f32_exp_lanes has 29 statements).
@@ -101,18 +100,21 @@ def is_gate(program: Program, fn: Function) -> bool:
 
 
 class ProgramFacts:
-    """One program's lowering and the emitter's answers about it, each
-    computed once, when first asked (a module's object asks about a few
-    functions of a program that may hold hundreds)."""
+    """One program's lowering and the emitter's answers about it. The lowering
+    runs before any of the program's C is written, all of it at once
+    (lower/plan.py's plan_program, and for checked C lower/checked_plan.py's
+    plan_checked, each once per program, when first asked); the emitters and
+    the unit logic only read it."""
 
     def __init__(self, program: Program, *, checked: bool = False, unbox_f32: bool = True):
         self.program = program
         self.checked = checked
         self.unbox_f32 = unbox_f32
         self._plan: ProgramPlan | None = None
+        self._checked_plan: CheckedPlan | None = None
         self._effects: Effects | None = None
         self._by_name: dict | None = None
-        self._loud: frozenset | None = None
+        self._functions: dict[int, FunctionFacts] = {}
         self._copied: dict[str, bool] = {}
         self._structs: dict[int, tuple] = {}
         # (copy digest, function name) -> the CopiedC found for this program's
@@ -127,12 +129,18 @@ class ProgramFacts:
         return self._plan
 
     @property
+    def checked_plan(self) -> CheckedPlan:
+        """plan_checked of the program (checked C only)."""
+        if self._checked_plan is None:
+            self._checked_plan = plan_checked(self.program, self.plan)
+        return self._checked_plan
+
+    @property
     def effects(self) -> Effects:
         """The program's Effects (every unit of a gate and every interface asks)."""
         if self._effects is None:
-            p = self.program
-            self._effects = (Effects(frozenset(unmapping(p)), frozenset(memory_free(p)), frozenset(silent(p)))
-                             if self.checked else Effects())
+            cp = self.checked_plan if self.checked else None
+            self._effects = Effects(cp.may_unmap, cp.memory_free, cp.silent) if cp is not None else Effects()
         return self._effects
 
     @property
@@ -143,29 +151,30 @@ class ProgramFacts:
             self._by_name = {fn.decl.name: fn for fn in self.program.functions}
         return self._by_name
 
-    @property
-    def loud(self) -> frozenset:
-        """The functions with a body whose calls keep a frame: all but the silent ones."""
-        if self._loud is None:
-            # sys_parallel_for counts as a loud call: it runs a task (which may fault) and
-            # stores its site in this frame's slot (runtime/nx_threads.c), as a call does.
-            self._loud = ((frozenset(fn.decl.name for fn in self.program.functions) - self.effects.silent)
-                          | task_externs())
-        return self._loud
-
     def function(self, fn: Function) -> FunctionFacts:
-        """The lowering of `fn` its emitter reads (run now, before the emitter is made)."""
-        program, info = self.program, self.program.info
-        checked = self.checked
-        loop_plans = plan_loops(fn, program, self.effects.memory_free) if checked else {}
-        # A function with no loop and no call of an nx function that could fail or
-        # spin takes no shadow-stack frame: it cannot spin or recurse, and a fault
-        # in it names it by its own site (faults.stack_from puts it on top of its
-        # caller's frame). Small helpers called in hot loops (nx_f32_max,
-        # nx_f32_exp) stay as cheap and as inlinable as unchecked.
-        framed = checked and (has_loop(fn.decl.body) or bool(body_facts(fn, info).calls & self.loud))
-        float_locals = frozenset(unboxed_locals(fn.decl.body, info)) if self.unbox_f32 else frozenset()
-        return FunctionFacts(is_gate(program, fn), loop_plans, float_locals, framed)
+        """The lowering of `fn` its emitter reads."""
+        found = self._functions.get(id(fn))
+        if found is None:
+            fp = self.plan.functions[fn]
+            float_locals = fp.float_locals if self.unbox_f32 else frozenset()
+            if self.checked:
+                cp = self.checked_plan
+                if fn not in cp.loops:          # an imported module's gate, for its own object
+                    plan_bodies(self.program, self.plan, cp, [fn])
+                found = FunctionFacts(is_gate(self.program, fn), cp.loops[fn], float_locals, cp.framed[fn])
+            else:
+                found = FunctionFacts(is_gate(self.program, fn), {}, float_locals, False)
+            self._functions[id(fn)] = found
+        return found
+
+    def body_checked(self, fn: Function) -> bool:
+        """Whether the program checked `fn`'s body (lower/effects.py, body_checked)."""
+        rec = self.plan.recorded
+        return rec is None or fn.decl.name not in rec.unchecked
+
+    def calls_of(self, fn: Function) -> frozenset:
+        """The names the checked body of `fn` calls (plan.py, from effects.body_facts)."""
+        return self.plan.functions[fn].calls
 
     def structs_of(self, fn: Function) -> tuple[frozenset, frozenset]:
         """structs_used of `fn` (a function with a checked body), once per function."""
@@ -184,11 +193,11 @@ class ProgramFacts:
         name = fn.decl.name
         found = self._copied.get(name)
         if found is None:
-            rec = recorded(self.program)
+            rec = self.plan.recorded
             if rec is not None and name in rec.unchecked:
                 found = name in rec.copied          # its body was not checked here: its record says
             else:
                 found = (is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
-                         and not any(n.startswith("sys_") for n in body_facts(fn, self.program.info).calls))
+                         and not any(n.startswith("sys_") for n in self.calls_of(fn)))
             self._copied[name] = found
         return found

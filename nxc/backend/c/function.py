@@ -73,7 +73,8 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         # A call of a silent function (nxc/lower/effects.py: no fault, no loop
         # possible in it) stores no site; one of a loud one keeps a frame.
         self.silent = facts.effects.silent
-        self.loud = facts.loud
+        # Whether each loop stores its site again each iteration (lower/checked_plan.py).
+        self.loop_restamps = facts.checked_plan.restamps if facts.checked else {}
         self.framed = lowered.framed
         # Float32 unboxing (nxc/lower/f32_unbox.py): these locals are C floats.
         self.unbox_f32 = facts.unbox_f32
@@ -185,7 +186,7 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
     def visit_While(self, s: ast.While) -> None:
         plan = self.loop_plans.get(s)
         outer = self.fast                       # inside the fast copy of an enclosing loop
-        if plan is None or plan.nodes() <= outer or self.fallback:
+        if plan is None or plan.unchecked <= outer or self.fallback:
             # (In the checked copy of an enclosing hoisted loop, which runs when a
             # range test failed, mostly before a fault, its inner loops stay
             # single: four copies of a loop body would cost compile time, not speed.)
@@ -194,7 +195,7 @@ class FunctionEmitter(CheckedMixin, ExpressionsMixin, FunctionEmitterBase):
         # Loop versioning (nxc/lower/hoist.py): when the range checks before the
         # loop pass, a copy without the checks they cover runs; else the checked
         # copy, which stops at the exact iteration and site of a fault.
-        self.fast = outer | plan.nodes()
+        self.fast = outer | plan.unchecked
         apart = self.apart_done
         # The checked copy is the cold path (mostly: a fault is ahead): GCC then
         # optimizes it for size, and spends its vectorizer on the fast copy only.
