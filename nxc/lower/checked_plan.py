@@ -22,7 +22,7 @@ import weakref
 from dataclasses import dataclass
 
 from nxc.check.externs import task_externs
-from nxc.lower.effects import memory_free, silent, unmapping
+from nxc.lower.effects import checked_functions, memory_free, silent, unmapping
 from nxc.lower.hoist import plan_loops
 from nxc.lower.may_unmap import calls_in, has_loop
 from nxc.lower.plan import ProgramPlan
@@ -55,8 +55,7 @@ def plan_checked(program, plan: ProgramPlan) -> CheckedPlan:
     free = frozenset(memory_free(program))
     quiet = frozenset(silent(program))
     cp = CheckedPlan(frozenset(unmapping(program)), free, quiet, _loud_functions(program, quiet), {}, {}, {})
-    imported_gates = {id(g.fn) for g in program.gates.values() if g.fn is not program.entry}
-    plan_bodies(program, plan, cp, [fn for fn in plan.functions if id(fn) not in imported_gates])
+    plan_bodies(program, plan, cp, checked_functions(program))
     return cp
 
 

@@ -97,7 +97,7 @@ class ProgramPlan:
     # their programs, and a plan that held its program kept every program a
     # long-lived worker ever planned (and all that is keyed by them) alive.
     order: EvalOrder
-    functions: dict[Function, FunctionPlan]
+    functions: dict[Function, FunctionPlan]     # every body the program checked, and each imported gate
     # the root's gate return site -> the guard operands its gate records
     captures: dict[int, list[CapturedOperand]]
     # The effects recorded for the bodies this program did not check

@@ -168,9 +168,8 @@ class ProgramFacts:
         return found
 
     def body_checked(self, fn: Function) -> bool:
-        """Whether the program checked `fn`'s body (lower/effects.py, body_checked)."""
-        rec = self.plan.recorded
-        return rec is None or fn.decl.name not in rec.unchecked
+        """Whether the program checked `fn`'s body: the plan covers exactly those."""
+        return fn in self.plan.functions
 
     def calls_of(self, fn: Function) -> frozenset:
         """The names the checked body of `fn` calls (plan.py, from effects.body_facts)."""
@@ -193,9 +192,8 @@ class ProgramFacts:
         name = fn.decl.name
         found = self._copied.get(name)
         if found is None:
-            rec = self.plan.recorded
-            if rec is not None and name in rec.unchecked:
-                found = name in rec.copied          # its body was not checked here: its record says
+            if not self.body_checked(fn):
+                found = name in self.plan.recorded.copied      # not checked here: its record says
             else:
                 found = (is_straight_line(fn) and len(fn.decl.body.stmts) <= COPY_MAX_STATEMENTS
                          and not any(n.startswith("sys_") for n in self.calls_of(fn)))
