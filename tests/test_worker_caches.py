@@ -6,6 +6,9 @@ each keyed by what it depends on, never trusted across a change, bounded.
 - stamps and sealed JSON entries (records, verdicts, site tables) verified
   once per file identity (nxc/cache.py): a replaced, damaged or removed
   entry is read and verified again;
+- object records and verdicts, named by the key of what they say, kept once
+  read (cache.read_keyed_json): by their path (another cache folder is another
+  entry), afresh after a write, never when refused;
 - parsed modules (nxc/syntax/loader.py) keyed by their text;
 - one worker running a gate, then the same gate after an edit of an
   imported module (a body edit that makes it fail), then after the edit is
@@ -165,6 +168,59 @@ def test_a_touch_keeps_the_entry_verified_and_marks_it_used(tmp_path):
     assert held[0][3] == os.stat(path).st_mtime_ns  # and still known, under its new time
 
 
+RECORD = {"interface": "d1", "may_unmap": [], "memory_free": ["f"], "silent": [], "copied": []}
+
+
+def test_a_record_is_kept_once_read(tmp_path, monkeypatch):
+    from nxc.incremental import records
+    cache.forget_verified()
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "a"))
+    key = "k" * 32
+    records.write_record(key, RECORD)
+    assert records.read_record(key) == RECORD
+    path = os.path.join(str(tmp_path / "a"), "c", "records", key + ".json")
+    os.remove(path)
+    assert records.read_record(key) == RECORD           # kept: not looked at again
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "b"))
+    assert records.read_record(key) is None             # kept by path: another cache has none
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "a"))
+    records.write_record(key, dict(RECORD, interface="d2"))
+    assert records.read_record(key)["interface"] == "d2"    # a write is read afresh
+    cache.forget_verified()
+    os.remove(path)
+    assert records.read_record(key) is None
+
+
+def test_a_refused_record_is_not_kept(tmp_path, monkeypatch):
+    from nxc.incremental import records
+    cache.forget_verified()
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path))
+    key = "p" * 32
+    path = os.path.join(str(tmp_path), "c", "records", key + ".json")
+    os.makedirs(os.path.dirname(path))
+    cache.write_sealed_json(path, "records/" + "q" * 32, RECORD)     # sealed, for another key
+    assert records.read_record(key) is None
+    cache.write_sealed_json(path, "records/" + key, {"interface": 1})    # sealed, not a record
+    assert records.read_record(key) is None
+    cache.write_sealed_json(path, "records/" + key, RECORD)
+    assert records.read_record(key) == RECORD
+
+
+def test_a_verdict_stored_again_is_read_afresh(tmp_path, monkeypatch):
+    from nxc.incremental import records
+    cache.forget_verified()
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "x").mkdir()
+    (tmp_path / "y").mkdir()
+    monkeypatch.chdir(tmp_path / "x")
+    records.store_verdict("v" * 32, ["m.nx:1:1: warning: w"], "d")
+    assert records.load_verdict("v" * 32)["cwd"] == str(tmp_path / "x")
+    monkeypatch.chdir(tmp_path / "y")
+    assert records.load_verdict("v" * 32) is None       # rendered in another folder
+    records.store_verdict("v" * 32, ["m.nx:1:1: warning: w"], "d")
+    assert records.load_verdict("v" * 32)["cwd"] == str(tmp_path / "y")
+
+
 def test_worker_memos_stay_bounded(tmp_path, monkeypatch):
     cache.forget_verified()
     monkeypatch.setattr(cache, "_VERIFIED_MAX", 5)
@@ -177,7 +233,8 @@ def test_worker_memos_stay_bounded(tmp_path, monkeypatch):
             f.write(bytes([k]))
         cache.publish(b + ".new", b)
         assert cache.stamped(b)
-    assert len(cache._sealed) <= 5 and len(cache._stamps) <= 5   # noqa: SLF001
+        assert cache.read_keyed_json(p, "e", lambda data: True) == k
+    assert len(cache._sealed) <= 5 and len(cache._stamps) <= 5 and len(cache._kept) <= 5   # noqa: SLF001
     cache.forget_verified()
 
 

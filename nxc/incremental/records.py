@@ -17,7 +17,9 @@ instead of being worked out again.
 
 Every entry is a sealed JSON file (nxc/cache.py: one this user's nxc did not
 write is no record), written atomically; a record that cannot be read is
-None and the caller works the fact out again (and says why). Pruned least
+None and the caller works the fact out again (and says why). An object
+record or a verdict, once read and verified, is kept by the process
+(cache.read_keyed_json: its name is the key of what it says). Pruned least
 recently used, the bound growing with the tree (cache.scaled_bound).
 """
 from __future__ import annotations
@@ -25,7 +27,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from nxc.cache import cache_dir, prune_due, prune_least_recent, read_sealed_json, scaled_bound, write_sealed_json
+from nxc.cache import (cache_dir, forget_kept, prune_due, prune_least_recent, read_keyed_json, read_sealed_json,
+                       scaled_bound, write_sealed_json)
 
 RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
 MAX_RECORDS = 4096          # object and gate records kept (as many as objects: nxc/backend/c/objects.py)
@@ -40,17 +43,21 @@ def _records_dir() -> str:
 
 
 def read_record(key: str) -> dict | None:
-    """The record kept under object key `key` (None: none, damaged, or not sealed by this user's nxc)."""
-    data = read_sealed_json(os.path.join(_records_dir(), key + ".json"), "records/" + key, touch=True)
-    if not (isinstance(data, dict) and isinstance(data.get("interface"), str)
+    """The record kept under object key `key` (None: none, damaged, or not sealed
+    by this user's nxc). Kept by this process once read (a record is what
+    checking its module under that key gives): shared, never to be changed."""
+    return read_keyed_json(os.path.join(_records_dir(), key + ".json"), "records/" + key, _is_record)
+
+
+def _is_record(data) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("interface"), str)
             and all(isinstance(data.get(k), list) and all(isinstance(n, str) for n in data[k])
-                    for k in RECORD_LISTS)):
-        return None
-    return data
+                    for k in RECORD_LISTS))
 
 
 def write_record(key: str, record: dict) -> None:
     path = os.path.join(_records_dir(), key + ".json")
+    forget_kept(path)
     try:
         write_sealed_json(path, "records/" + key, record, sort_keys=True)
     except OSError:
@@ -114,17 +121,22 @@ def _verdict_file(key: str) -> str:
 def load_verdict(key: str) -> dict | None:
     """{"warnings": [...], "interface": digest} of a clean verdict; None if there
     is none, or it is damaged or not sealed by this user's nxc."""
-    data = read_sealed_json(_verdict_file(key), "summaries/" + key, touch=True)
-    if not (isinstance(data, dict) and isinstance(data.get("warnings"), list)
-            and all(isinstance(w, str) for w in data["warnings"])):
+    data = read_keyed_json(_verdict_file(key), "summaries/" + key, _is_verdict)
+    if data is None:
         return None
     if data["warnings"] and data.get("cwd") != os.getcwd():
         return None             # rendered relative to another folder: check it again
     return data
 
 
+def _is_verdict(data) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("warnings"), list)
+            and all(isinstance(w, str) for w in data["warnings"]))
+
+
 def store_verdict(key: str, warnings: list[str], interface: str) -> None:
     global _verdict_writes
+    forget_kept(_verdict_file(key))     # (one rendered in another folder, say)
     # Rendered warnings name files relative to the current folder: kept with it.
     write_sealed_json(_verdict_file(key), "summaries/" + key,
                       {"warnings": warnings, "interface": interface, "cwd": os.getcwd() if warnings else None})
