@@ -153,6 +153,39 @@ def test_memory_limit_is_its_own_outcome(tmp_path, backend):
     assert "1 over the memory limit" in proc.stderr
 
 
+def _touch(nbytes: int) -> int:
+    """In the child: nbytes of fresh memory, one write a page, then done at once."""
+    block = bytearray(nbytes)
+    for i in range(0, nbytes, 4096):
+        block[i] = 1
+    return len(block)
+
+
+@LINUX_ONLY
+def test_a_child_that_grew_past_the_limit_between_two_looks_is_over_it(monkeypatch):
+    # Before: the limit was only looked at every 20 ms, so a gate that touched 64 MiB and ended
+    # sooner passed under --memory-limit 16M (tests/test_result_key.py's reproducer failed in a
+    # clean CI run). No look here at all: the child's peak must tell.
+    from nxc.gates import isolate
+    monkeypatch.setattr(isolate, "MEMORY_POLL_SECONDS", 3600.0)
+    ended = isolate.run_isolated(lambda: _touch(64 << 20), timeout=60, memory_limit=16 << 20)
+    assert ended.kind == "memory" and "more than 16 MiB of memory at its peak" in ended.message, ended
+    assert isolate.run_isolated(lambda: _touch(64 << 20), timeout=60, memory_limit=256 << 20).kind == "ok"
+
+
+@LINUX_ONLY
+def test_the_limit_is_on_what_the_child_adds_to_its_parent(monkeypatch):
+    # The child starts with its parent's resident pages (this test process: far more than 16 MiB);
+    # a child that adds 1 MiB is within a 16 MiB limit, by a look while it runs or by its peak.
+    from nxc.gates import isolate
+    assert isolate.resident_bytes(os.getpid()) > 16 << 20
+    for poll in (0.001, 3600.0):
+        monkeypatch.setattr(isolate, "MEMORY_POLL_SECONDS", poll)
+        ended = isolate.run_isolated(lambda: (_touch(1 << 20), time.sleep(0.05))[0], timeout=60,
+                                     memory_limit=16 << 20)
+        assert ended.kind == "ok" and ended.value == 1 << 20, (poll, ended)
+
+
 def test_memory_limit_zero_is_none_and_bad_sizes_are_usage_errors(tmp_path):
     gate = tmp_path / "g.nx"
     gate.write_text("func main() -> i64 { return 0 }\n")

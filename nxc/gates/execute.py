@@ -379,8 +379,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
             r.message += f", stopped in {top.function} at {r.location}"
     elif status == Status.MEMORY_LIMIT:
         r.message = f"{outcome.message} (--memory-limit {options.memory_limit >> 20} MiB)"
-        r.report = (f"MEMORY-LIMIT: {outcome.message} and was stopped "
-                    "(--memory-limit SIZE allows more, 0 none)")
+        r.report = f"MEMORY-LIMIT: {outcome.message} (--memory-limit SIZE allows more, 0 none)"
     elif status != Status.PASS:        # NO-GATE cannot happen for a gate; be explicit anyway
         r.status = Status.INTERNAL_ERROR
         r.message = outcome.message or str(status)

@@ -54,7 +54,9 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
 
     capture: the child's stdout and stderr (fds 1 and 2) go to a file, not
     to ours; they come back in `Ended.output`. memory_limit: bytes of
-    resident memory; past it the child is killed and the kind is "memory".
+    resident memory the child may add to what it shares with us at the fork
+    (MemoryWatch): past it the child is killed and the kind is "memory", and a
+    child that ended before a look caught it is judged by its peak.
     interrupt=True: at the timeout the child first gets SIGUSR1 and a moment
     to say where it is (the Python backend's stack), then SIGKILL.
     abandon_fd: a descriptor that becomes readable when whoever asked for
@@ -67,6 +69,7 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     out = tempfile.TemporaryFile(prefix="nxc-gate-out-") if capture else None
     r, w = os.pipe()
     parent = os.getpid()
+    watch = None if memory_limit is None else MemoryWatch(memory_limit)
     pid = os.fork()
     if pid == 0:  # child
         os.close(r)
@@ -99,7 +102,7 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
     os.close(w)
     chunks = []
     deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = over_memory = reaped = abandoned = False
+    timed_out = over_memory = at_peak = reaped = abandoned = False
     watched = [r] if abandon_fd is None else [r, abandon_fd]
     while True:
         wait = None if deadline is None else max(deadline - time.monotonic(), 0)
@@ -111,7 +114,7 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
             os.kill(pid, signal.SIGKILL)
             break
         if not ready:
-            if memory_limit is not None and resident_bytes(pid) > memory_limit:
+            if watch is not None and watch.over(resident_bytes(pid)):
                 over_memory = True
             elif deadline is None or time.monotonic() < deadline:
                 continue
@@ -127,14 +130,18 @@ def run_isolated(call, timeout: float | None, capture: bool = False, memory_limi
         chunks.append(data)
     os.close(r)
     if not reaped:
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
+        # A gate that grew past the limit and ended between two looks: its peak tells.
+        if watch is not None and not (timed_out or abandoned or over_memory) and watch.over(peak_bytes(usage)):
+            over_memory = at_peak = True
     output = _read_output(out)
     if abandoned:
         return Ended("abandoned", output=output)
     if timed_out:
         return Ended("timeout", output=output)
     if over_memory:
-        return Ended("memory", message=f"more than {memory_limit >> 20} MiB", output=output)
+        how = "at its peak (it ended before a look stopped it)" if at_peak else "and was stopped"
+        return Ended("memory", message=f"more than {memory_limit >> 20} MiB of memory {how}", output=output)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         try:
@@ -177,6 +184,27 @@ def _read_output(out) -> str:
     if size > OUTPUT_MAX:
         text += f"\n[... {size - OUTPUT_MAX} more bytes of output not shown]"
     return text
+
+
+class MemoryWatch:
+    """What a forked child may add to its resident memory. At the fork the
+    child's resident set is its parent's (the pages they share until one writes
+    them: a gate host's 20-30 MB, more for a runner's worker), so the limit is
+    on what it adds: its resident size, or its peak (getrusage's ru_maxrss,
+    which a child that ended between two looks leaves), less the parent's at
+    the fork."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.base = resident_bytes(os.getpid())
+
+    def over(self, resident: int) -> bool:
+        return resident - self.base > self.limit
+
+
+def peak_bytes(usage) -> int:
+    """The peak resident size in a child's rusage (ru_maxrss: KiB on Linux, bytes on macOS)."""
+    return usage.ru_maxrss if sys.platform == "darwin" else usage.ru_maxrss * 1024
 
 
 def resident_bytes(pid: int) -> int:

@@ -24,7 +24,7 @@ class Status(str, enum.Enum):
     RUNTIME_ERROR = "RUNTIME-ERROR"     # nx code stopped at a run-time check
     CRASH = "CRASH"                     # the gate's process died (a signal)
     TIMEOUT = "TIMEOUT"
-    MEMORY_LIMIT = "MEMORY-LIMIT"       # the gate's process grew past --memory-limit and was stopped
+    MEMORY_LIMIT = "MEMORY-LIMIT"       # the gate's process grew past --memory-limit (stopped, or seen at its peak)
     COMPILE_ERROR = "COMPILE-ERROR"     # the .nx module does not compile
     NO_GATE = "NO-GATE"                 # no `func main() -> i64` to run
     INTERNAL_ERROR = "ERROR"            # nxc itself failed (a bug, a missing backend)

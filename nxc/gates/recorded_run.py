@@ -81,7 +81,7 @@ def _run_recorded(unit: Unit, options: Options, backend, decision) -> list[Resul
             if ended.kind == "timeout":
                 outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=stack)
             else:
-                outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
+                outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message}")
             fill_result(dataclasses.replace(outcome, seconds=r.run_seconds, build_seconds=r.build_seconds,
                                             build_cached=r.build_cached, relinked=r.relinked,
                                             output=ended.output or "", checked=options.checked),

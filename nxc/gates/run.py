@@ -58,7 +58,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
     elif ended.kind == "timeout":
         outcome = Outcome(Status.TIMEOUT, message="the gate did not finish in time", stack=stack_after_death())
     elif ended.kind == "memory":
-        outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message} of memory")
+        outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message}")
     elif ended.kind == "crash":
         outcome = Outcome(Status.CRASH, message=ended.message, stack=stack_after_death())
         if backend == "c" and not checked:
