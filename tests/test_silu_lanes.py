@@ -8,6 +8,7 @@ bits, on every backend:
 - nx_f32_swiglu over more than one block, in place (out = G, as nx_f32_mlp calls it) and not,
   with NaNs, infinities, zeros, subnormals and the cut-offs mixed in, against
   mul(nx_f32_silu(g), u) element by element;
+- the same on each target this CPU runs (x86-64, x86-64-v3, x86-64-v4, native; -O0);
 - GCC vectorizes the lanes' loop (the speed comes from there).
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.paths import bundled_dir, runtime_dir
+
+from test_vectorize import _targets
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = os.path.join(HERE, "nx", "silu_lanes_batch.nx")
@@ -55,6 +58,18 @@ def test_lanes_give_the_scalar_bits(backend):
     for edge in EDGES:
         assert mod.silu_lanes_mismatches(edge - half, 2 * half + 1, 1, out) == 0, hex(out[1])
         assert out[0] == _fits(np.arange(edge - half, edge + half + 1, dtype=np.int64)).sum() > 0
+
+
+@pytest.mark.parametrize("target", [t for t in _targets() if t != "2"])      # "2" (native): above
+def test_lanes_give_the_scalar_bits_on_each_target(target):
+    """The lanes' loop is vectorized 16, 8 or 4 lanes wide (or not at all at -O0) by target:
+    the same bits on each, over a coarser sample and the edges."""
+    opt, _, march = target.partition("/")
+    mod = nxc.load(BATCH, opt=opt, march=march or None, checked=False)
+    out = np.zeros(2, np.int64)
+    assert mod.silu_lanes_mismatches(0, (1 << 32) // 1_048_583, 1_048_583, out) == 0, hex(out[1])
+    for edge in EDGES:
+        assert mod.silu_lanes_mismatches(edge - 500, 1_001, 1, out) == 0, hex(out[1])
 
 
 def _inputs(n: int) -> np.ndarray:
