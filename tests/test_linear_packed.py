@@ -12,20 +12,16 @@ and adds separately (no FMA).
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 
 import numpy as np
 import pytest
 
 import nxc
-from nxc.backend.c import build as c_build
-from nxc.backend.c.emit import emit_c
-from nxc.check.frontend import check_file
-from nxc.diagnostics import Diagnostics
-from nxc.paths import bundled_dir, runtime_dir
+from nxc.paths import bundled_dir
 
 from test_vectorize import _targets, f32_words
+from vectorize_support import vectorized_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REF = os.path.join(HERE, "nx", "ref", "nx_f32_linear_scalar.nx")
@@ -128,24 +124,13 @@ def test_packed_qwen3_shape_one_row_block():
 def test_kernel_loops_vectorized_without_fma(tmp_path):
     """GCC vectorizes the panel loops (tokens and decode kernels) with nxc's -O2 flags, and the
     object has separate vector multiplies and adds and no fused multiply-add."""
-    cc = c_build.compiler()[0]
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    if "Free Software Foundation" not in version and "GCC" not in version:
-        pytest.skip(f"{cc} is not GCC")
-    program = check_file(GEMM, None, Diagnostics(warnings=False))
-    src = tmp_path / "gemm.c"
-    src.write_text(emit_c(program, checked=False).text)
-    res = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                          "-c", str(src), "-o", str(tmp_path / "gemm.o")], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    lines = {int(m.group(1)) for m in re.finditer(r"nx_f32_gemm\.nx:(\d+):\d+: optimized: loop vectorized",
-                                                  res.stderr)}
+    lines, obj = vectorized_lines(GEMM, tmp_path)
     text = open(GEMM, encoding="utf-8").read().splitlines()
     # the panel loops: 16 rows (decode, tails) or the two halves of 8 (the tokens kernel)
     inner = [i + 1 for i, l in enumerate(text) if l.strip() in ("while r < 16 {", "while r < 8 {")]
     assert any(l.strip() == "while r < 8 {" for l in text), "the tokens kernel's 8-row loop is gone"
     assert inner and set(inner) <= lines, f"not vectorized: lines {sorted(set(inner) - lines)}"
-    asm = subprocess.run(["objdump", "-d", str(tmp_path / "gemm.o")], capture_output=True, text=True).stdout
+    asm = subprocess.run(["objdump", "-d", obj], capture_output=True, text=True).stdout
     if not asm:
         pytest.skip("objdump not installed")
     assert "vfmadd" not in asm and "vfnmadd" not in asm

@@ -13,23 +13,21 @@ shapes). Also: GCC vectorizes the tile loops and the object has no fused multipl
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 
 import numpy as np
 import pytest
 
 import nxc
-from nxc.backend.c import build as c_build
-from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics
 from nxc.gates.run import execute
-from nxc.paths import bundled_dir, runtime_dir
+from nxc.paths import bundled_dir
 
 from quant_support import TYPES, random_blocks
 from test_linear_packed import clean_words
 from test_vectorize import _targets, f32_words
+from vectorize_support import vectorized_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REF = os.path.join(HERE, "nx", "ref", "nx_f32_qlinear_scalar.nx")
@@ -154,23 +152,12 @@ def test_qgemm_gate_catches_a_wrong_scale(tmp_path):
 def test_tile_loops_vectorized_without_fma(tmp_path):
     """GCC vectorizes every 16-lane loop of the tiles and the decode kernel with nxc's -O2
     flags, and the object has separate multiplies and adds and no fused multiply-add."""
-    cc = c_build.compiler()[0]
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    if "Free Software Foundation" not in version and "GCC" not in version:
-        pytest.skip(f"{cc} is not GCC")
-    program = check_file(QGEMM, None, Diagnostics(warnings=False))
-    src = tmp_path / "qgemm.c"
-    src.write_text(emit_c(program, checked=False).text)
-    res = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                          "-c", str(src), "-o", str(tmp_path / "qgemm.o")], capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-    lines = {int(m.group(1)) for m in re.finditer(r"nx_f32_qgemm\.nx:(\d+):\d+: optimized: loop vectorized",
-                                                  res.stderr)}
+    lines, obj = vectorized_lines(QGEMM, tmp_path)
     text = open(QGEMM, encoding="utf-8").read().splitlines()
     gate = next(i for i, l in enumerate(text) if l.startswith("// ===== Self-test"))
     inner = [i + 1 for i, l in enumerate(text[:gate]) if l.strip() in ("while r < 16 {", "while r < 16 { f[r] = nx_gemm_f16_lane(d[r]) as u32; r = r + 1 }")]
     assert len(inner) >= 9 and set(inner) <= lines, f"not vectorized: lines {sorted(set(inner) - lines)}"
-    asm = subprocess.run(["objdump", "-d", str(tmp_path / "qgemm.o")], capture_output=True, text=True).stdout
+    asm = subprocess.run(["objdump", "-d", obj], capture_output=True, text=True).stdout
     if not asm:
         pytest.skip("objdump not installed")
     assert "vfmadd" not in asm and "vfnmadd" not in asm and "vfmsub" not in asm

@@ -14,20 +14,15 @@ bits, on every backend:
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 
 import numpy as np
 import pytest
 
 import nxc
-from nxc.backend.c import build as c_build
-from nxc.backend.c.emit import emit_c
-from nxc.check.frontend import check_file
-from nxc.diagnostics import Diagnostics
-from nxc.paths import bundled_dir, runtime_dir
+from nxc.paths import bundled_dir
 
 from test_vectorize import _targets
+from vectorize_support import loop_line, vectorized_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BATCH = os.path.join(HERE, "nx", "silu_lanes_batch.nx")
@@ -99,25 +94,7 @@ def test_swiglu_in_place_and_not(backend):
     assert not _fits(g).all() and _fits(g).any()       # both paths were taken
 
 
-def _loop_after(path: str, marker: str) -> int:
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    at = next(i for i, text in enumerate(lines) if marker in text)
-    return next(i for i in range(at, len(lines)) if re.match(r"\s*while\b", lines[i])) + 1
-
-
 def test_gcc_vectorizes_the_lanes_loop(tmp_path):
-    cc = c_build.compiler()[0]
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    if "Free Software Foundation" not in version and "GCC" not in version:
-        pytest.skip(f"-fopt-info-vec is a GCC option; {cc} is not GCC")
-    program = check_file(MLP, None, Diagnostics(warnings=False))
-    c_file = tmp_path / "mlp.c"
-    c_file.write_text(emit_c(program, checked=False).text)
-    proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                           "-c", str(c_file), "-o", str(tmp_path / "mlp.o")], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    vectorized = {int(m.group(1)) for m in re.finditer(r"nx_f32_mlp\.nx:(\d+):\d+: optimized: loop vectorized",
-                                                        proc.stderr)}
-    line = _loop_after(MLP, "func nx_f32_silu_lanes(")
+    vectorized, _ = vectorized_lines(MLP, tmp_path)
+    line = loop_line(MLP, "let a: i64 = (x | (NX_F32_SIGN_MASK as u32)) as i64")     # in the lanes' loop
     assert line in vectorized, f"the lanes' loop (line {line}) was not vectorized: {sorted(vectorized)}"

@@ -15,8 +15,6 @@ vectorize their inner loops.
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -28,7 +26,9 @@ from nxc.backend.c.emit import emit_c
 from nxc.check.frontend import check_file
 from nxc.cli import main as cli_main
 from nxc.diagnostics import Diagnostics
-from nxc.paths import bundled_dir, runtime_dir
+from nxc.paths import bundled_dir
+
+from vectorize_support import loop_line, vectorized_lines
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTN = os.path.join(bundled_dir(), "nx_f32_attention.nx")
@@ -195,21 +195,7 @@ def test_multi_decode_at_head_dim_128(multi_builds):
             _same(o_new, o_old, f"{opt} multi {n_q}x{n_k}")
 
 
-def _loop_line(path: str, statement: str) -> int:
-    """Line of the `while` that directly encloses the first line containing `statement`."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    at = next(i for i, text in enumerate(lines) if statement in text)
-    return next(i for i in range(at, -1, -1) if re.match(r"\s*while\b", lines[i])) + 1
-
-
 def test_gcc_vectorizes_both_inner_loops(tmp_path):
-    cc = c_build.compiler()[0]            # the compiler command, without CC's arguments
-    if "gcc" not in os.path.basename(cc) and "cc" != os.path.basename(cc):
-        pytest.skip("-fopt-info-vec is a GCC option")
-    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
-    if "Free Software Foundation" not in version and "GCC" not in version:
-        pytest.skip(f"{cc} is not GCC")
     # nx_f32_attention: two passes of two rows each, for the scores and for P.V; the exp loop of
     # each softmax (scalar when the subtraction shared its loop: GCC threaded its NaN test);
     # nx_f32_attn_rows.nx: the tile loops of the in-place attention
@@ -221,19 +207,10 @@ def test_gcc_vectorizes_both_inner_loops(tmp_path):
                         (ROWS, {"scores": ("s[j] = nx_f32_add(acc",), "P.V": ("o[d] = nx_f32_add(acc",),
                                 "exp": ("s[j] = nx_f32_attn_exp32(s[j])",),
                                 "V tile": ("dst[d] = src[d] as u32",)})):
-        program = check_file(path, None, Diagnostics(warnings=False))
-        c_file = tmp_path / "attn.c"
-        c_file.write_text(emit_c(program, checked=False).text)
-        proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
-                               "-c", str(c_file), "-o", str(tmp_path / "attn.o")],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
-        name = re.escape(os.path.basename(path))
-        vectorized = {int(m.group(1)) for m in re.finditer(
-            name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}
+        vectorized, _ = vectorized_lines(path, tmp_path)
         for what, stmts in loops.items():
             for stmt in stmts:
-                line = _loop_line(path, stmt)
+                line = loop_line(path, stmt)
                 assert line in vectorized, f"{path}: {what} loop (line {line}) not vectorized: {sorted(vectorized)}"
 
 

@@ -1,0 +1,50 @@
+"""What GCC says it vectorized in a module's C: one helper for the tests that check that a
+kernel's loops are vectorized (tests/test_vectorize.py, test_linear_packed.py, test_qgemm.py,
+test_silu_lanes.py)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from nxc.backend.c import build as c_build
+from nxc.backend.c.emit import emit_c
+from nxc.check.frontend import check_file
+from nxc.diagnostics import Diagnostics
+from nxc.paths import runtime_dir
+
+
+def require_gcc() -> str:
+    """The C compiler command (without CC's arguments); skips the test unless it is GCC
+    (-fopt-info-vec is a GCC option)."""
+    cc = c_build.compiler()[0]
+    version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
+    if "Free Software Foundation" not in version and "GCC" not in version:
+        pytest.skip(f"-fopt-info-vec is a GCC option; {cc} is not GCC")
+    return cc
+
+
+def vectorized_lines(path: str, folder) -> tuple[set[int], str]:
+    """(the .nx lines of `path` whose loops GCC vectorized, the object it compiled): the module's
+    unchecked C as one file, compiled with nxc's -O2 flags into `folder`."""
+    cc = require_gcc()
+    stem = os.path.splitext(os.path.basename(path))[0]
+    c_file = os.path.join(str(folder), stem + ".c")
+    obj = os.path.join(str(folder), stem + ".o")
+    with open(c_file, "w", encoding="utf-8") as f:
+        f.write(emit_c(check_file(path, None, Diagnostics(warnings=False)), checked=False).text)
+    proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
+                           "-c", c_file, "-o", obj], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    name = re.escape(os.path.basename(path))
+    return {int(m.group(1)) for m in re.finditer(name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}, obj
+
+
+def loop_line(path: str, statement: str) -> int:
+    """Line of the `while` that directly encloses the first line containing `statement`."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    at = next(i for i, text in enumerate(lines) if statement in text)
+    return next(i for i in range(at, -1, -1) if re.match(r"\s*while\b", lines[i])) + 1
