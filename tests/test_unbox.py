@@ -62,3 +62,34 @@ def test_float_operands_are_evaluated_left_to_right():
     assert "float nx_t" in text        # the call's result is held before the global is read
     outcomes = execute(program, "both")
     assert [o.status for o in outcomes] == ["PASS", "PASS"], [(o.status, o.value) for o in outcomes]
+
+
+def _c_function(text: str, name: str) -> str:
+    """The body of the emitted C function of .nx function `name`."""
+    start = text.index(f" nxf_{name}(", text.index(f" nxf_{name}(") + 1)    # the definition, past the prototype
+    return text[start:text.index("\n}\n", start)]
+
+
+def test_a_sum_started_from_a_load_is_a_float_where_its_bits_are_never_seen():
+    # nxc/lower/f32_unbox.py: a local also set from loaded bits is a float only where no
+    # observation can see those bits (they may be a NaN with another payload)
+    program = check_file(os.path.join(os.path.dirname(__file__), "nx", "unbox_bits.nx"), diags=Diagnostics())
+    text = emit_c(program, checked=False).text
+    kernel = _c_function(text, "sum_into")
+    assert "float lf_s = nxrt_f32_from_bits(" in kernel
+    assert kernel.count("nxrt_f32_to_bits(") == 1          # at the store only, not at each add
+    assert "float lf_s" in _c_function(text, "compared_only")
+    assert "float lf_s" in _c_function(text, "seen_through_copy")
+    for name in ("sum_from_load", "seen_before_add", "seen_in_loop", "seen_after_if", "seen_after_break",
+                 "seen_after_continue"):
+        assert "float lf_s" not in _c_function(text, name), name
+    assert "int64_t l_u" in _c_function(text, "seen_through_copy")
+
+
+@pytest.mark.parametrize("checked", [True, False], ids=["checked", "unchecked"])
+def test_loaded_nan_payloads_survive_where_they_are_seen(checked):
+    # the gate checks each function on NaNs of other payloads; C and Python agree with it
+    from nxc.gates.run import execute
+    program = check_file(os.path.join(os.path.dirname(__file__), "nx", "unbox_bits.nx"), diags=Diagnostics())
+    outcomes = execute(program, "both", checked=checked)
+    assert [o.status for o in outcomes] == ["PASS", "PASS"], [(o.status, o.value) for o in outcomes]

@@ -17,6 +17,15 @@ operation, a call to a non-primitive, a return), through
 to the boxed code: inside float arithmetic a NaN stays a NaN whatever its
 payload, comparisons treat every NaN alike, and every observed NaN becomes
 0x7FC00000 exactly as each primitive would have made it.
+
+A local that is also set from other bits (a load, a parameter: `var s = acc[r]
+as i64` before a chain of adds into s) may be a float too, provided no
+observation of it can see such bits: those may be a NaN with another payload,
+which canonicalising would change, while a float operand sees every NaN
+alike. `_observes_only_f32` follows each statement's effect on what the local
+may hold (bits, primitives' results, or both) through branches and loops.
+Without this rule a sum started from a load was kept as bits and
+canonicalised at every add, which made a kernel written that way 50% slower.
 """
 from __future__ import annotations
 
@@ -30,6 +39,9 @@ F32_COMPARE = {"nx_f32_lt": "<", "nx_f32_le": "<=", "nx_f32_eq": "=="}
 F32_RESULT = frozenset(F32_BINARY) | {"nx_f32_sqrt", "nx_i32_to_f32"}
 # Primitives whose operands are float32.
 F32_OPERANDS = frozenset(F32_BINARY) | frozenset(F32_COMPARE) | {"nx_f32_sqrt", "nx_f32_to_i32"}
+# Primitives whose operands the C emitter writes as float expressions (float_expr): a float
+# local there is read as a float, its bits unobserved.
+F32_FLOAT_ARGS = frozenset(F32_BINARY) | frozenset(F32_COMPARE) | {"nx_f32_sqrt"}
 
 
 def primitive_name(e, info) -> str | None:
@@ -122,6 +134,115 @@ def unboxed_locals(body: ast.Block, info) -> set:
             if not all(_produces_f32(v, unboxed, info) for v in values[sym]):
                 unboxed.discard(sym)
                 changed = True
+    # Locals also set from other bits: a float where no observation can see those bits.
+    mixed = {sym for sym in values if sym not in excluded and sym not in unboxed
+             and any(primitive_name(v, info) in F32_RESULT for v in values[sym])}
+    changed = True
+    while changed:
+        changed = False
+        for sym in list(mixed):
+            if not _observes_only_f32(body, sym, unboxed, unboxed | mixed, info):
+                mixed.discard(sym)
+                changed = True
+    unboxed |= mixed
     # A local only ever set from constants gains nothing as a float.
     return {s for s in unboxed if any(primitive_name(v, info) is not None or isinstance(v, ast.Name)
                                       for v in values[s])}
+
+
+# What a local may hold at a point of its function: bits the primitives made (or a
+# canonical constant), other bits, or either.
+_F32, _BITS = "f32", "bits"
+
+
+def _observes_only_f32(body: ast.Block, sym, pure: set, floats: set, info) -> bool:
+    """True if no use of `sym` that observes its bits can see a value that did not come
+    from a float32 producer. pure: the locals set from producers only (a Name of one is
+    a producer); floats: every local that would be a float (a Name of `sym` assigned
+    whole to one of them is a float operand, not an observation)."""
+
+    def value_kind(v) -> frozenset:
+        return frozenset({_F32 if _produces_f32(v, pure, info) else _BITS})
+
+    def float_positions(e, out: set) -> None:
+        # the Names of `sym` the C emitter reads as floats (float_expr), not as bits
+        for n in ast.walk(e):
+            if isinstance(n, ast.Call) and primitive_name(n, info) in F32_FLOAT_ARGS:
+                for a in n.args:
+                    if isinstance(a, ast.Name) and info.sym(a) is sym:
+                        out.add(id(a))
+
+    def seen(e, state: frozenset, whole_is_float: bool = False) -> bool:
+        # False if e observes sym's bits while sym may hold other bits
+        if e is None or _BITS not in state:
+            return True
+        floaty: set = set()
+        float_positions(e, floaty)
+        if whole_is_float and isinstance(e, ast.Name):
+            floaty.add(id(e))
+        return all(id(n) in floaty for n in ast.walk(e) if isinstance(n, ast.Name) and info.sym(n) is sym)
+
+    class Paths:    # the states that leave a loop's body by break / continue
+        def __init__(self):
+            self.brk: frozenset = frozenset()
+            self.cont: frozenset = frozenset()
+
+    def stmts(ss, state: frozenset, loop) -> frozenset | None:
+        for st in ss:
+            state = stmt(st, state, loop)
+            if state is None:
+                return None
+        return state
+
+    def target_is_float(t) -> bool:
+        return isinstance(t, ast.Name) and info.sym(t) in floats
+
+    def stmt(st, state: frozenset, loop) -> frozenset | None:
+        if not state:           # not reached
+            return state
+        if isinstance(st, ast.VarDecl):
+            if not seen(st.value, state, info.sym(st) in floats):
+                return None
+            return value_kind(st.value) if info.sym(st) is sym else state
+        if isinstance(st, ast.Assign):
+            if not (seen(st.value, state, target_is_float(st.target)) and
+                    (isinstance(st.target, ast.Name) or seen(st.target, state))):
+                return None
+            if isinstance(st.target, ast.Name) and info.sym(st.target) is sym:
+                return value_kind(st.value)
+            return state
+        if isinstance(st, ast.If):
+            if not seen(st.cond, state):
+                return None
+            a = stmts(st.then.stmts, state, loop)
+            b = state if st.orelse is None else stmt(st.orelse, state, loop)
+            return None if a is None or b is None else a | b
+        if isinstance(st, ast.Block):
+            return stmts(st.stmts, state, loop)
+        if isinstance(st, ast.While):
+            inner = Paths()
+            head = state
+            while True:
+                if not seen(st.cond, head):
+                    return None
+                end = stmts(st.body.stmts, head, inner)
+                if end is None:
+                    return None
+                grown = head | end | inner.cont
+                if grown == head:
+                    return head | inner.brk
+                head = grown
+        if isinstance(st, ast.Break):
+            loop.brk |= state
+            return frozenset()
+        if isinstance(st, ast.Continue):
+            loop.cont |= state
+            return frozenset()
+        if isinstance(st, ast.Return):
+            return frozenset() if seen(st.value, state) else None
+        if isinstance(st, ast.ExprStmt):
+            return state if seen(st.expr, state) else None
+        return None             # a statement this walk does not know: keep the bits
+
+    # a parameter or an outer value is not what sym holds before its declaration
+    return stmts(body.stmts, frozenset({_BITS}), Paths()) is not None
