@@ -10,7 +10,8 @@ run), with the CPU time of this process (user, system) and of its children
 A fresh NXC_CACHE_DIR gives the cold figure, the same command again the
 warm one, and after `python bench/gen_tree.py --edit body /tmp/t800/t0000.nx`
 the relink. `@FILE` instead of the glob: the gates listed in FILE. The second argument prints a cProfile (sorted by it) of the
-gates, run inside one nxc.deep thread so the profile sees everything. The
+gates, run inside one nxc.deep thread so the profile sees everything; a third
+(`walk`, say) also prints the callers of the functions whose names match it. The
 cache bounds are those of `nxc test` over the 800-module tree
 (cache.expect_entries). CPU of this process only: compare runs made with the
 same load, or interleave them.
@@ -72,7 +73,10 @@ def main() -> None:
           f"self user {ms(r0.ru_utime, r1.ru_utime):.1f} sys {ms(r0.ru_stime, r1.ru_stime):.1f}; "
           f"children user {ms(c0.ru_utime, c1.ru_utime):.1f} sys {ms(c0.ru_stime, c1.ru_stime):.1f} ms/gate")
     if profile is not None:
-        pstats.Stats(profile).sort_stats(sys.argv[2]).print_stats(35)
+        stats = pstats.Stats(profile).sort_stats(sys.argv[2])
+        stats.print_stats(35)
+        if len(sys.argv) > 3:
+            stats.print_callers(sys.argv[3])
 
 
 if __name__ == "__main__":
