@@ -23,7 +23,12 @@ llama.cpp comes from the llama-cpp-python sdist, an optional extra built from so
 
 Without it the bench prints how to install it and exits 2.
 
-Usage:  python bench/llama_cpp_compare.py [--dtype f16|bf16|f32|q8_0|q4_0] [--threads 1,2]
+Quantized files (--dtype q8_0 ... q6_k): on the AVX-512 host of the fifteenth session, a native
+build puts their weights in ggml's AMX buffer ("ggml_backend_amx_buffer_set_tensor: amx repack"),
+and the process dies at the first matrix product (SIGILL / SIGSEGV: the guest does not let it
+use the AMX tiles); the F16 / BF16 / F32 files run. Build with -DGGML_AMX=OFF there.
+
+Usage:  python bench/llama_cpp_compare.py [--dtype f16|bf16|f32|q8_0|q4_0|q4_k|q5_k|q6_k] [--threads 1,2]
             [--prompt 64] [--steps 15] [--repeat 2] [--model PATH] [--checked]
 """
 from __future__ import annotations
@@ -103,7 +108,7 @@ def llama_side(path, tokens, steps, threads, repeat):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", help="a GGUF to use (default: one Qwen3-4B-shaped layer, written here)")
-    ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16", "q8_0", "q4_0"))
+    ap.add_argument("--dtype", default="f16", choices=("f32", "f16", "bf16", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"))
     ap.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     ap.add_argument("--prompt", type=int, default=64)
     ap.add_argument("--steps", type=int, default=15)
