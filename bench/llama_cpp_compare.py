@@ -26,7 +26,8 @@ Without it the bench prints how to install it and exits 2.
 Quantized files (--dtype q8_0 ... q6_k): on the AVX-512 host of the fifteenth session, a native
 build puts their weights in ggml's AMX buffer ("ggml_backend_amx_buffer_set_tensor: amx repack"),
 and the process dies at the first matrix product (SIGILL / SIGSEGV: the guest does not let it
-use the AMX tiles); the F16 / BF16 / F32 files run. Build with -DGGML_AMX=OFF there.
+use the AMX tiles); the F16 / BF16 / F32 files run. A build without AMX (ggml's GGML_AMX_TILE /
+GGML_AMX_INT8 / GGML_AMX_BF16 off, which GGML_NATIVE turns on here) should avoid it: not tried.
 
 Usage:  python bench/llama_cpp_compare.py [--dtype f16|bf16|f32|q8_0|q4_0|q4_k|q5_k|q6_k] [--threads 1,2]
             [--prompt 64] [--steps 15] [--repeat 2] [--model PATH] [--checked]
