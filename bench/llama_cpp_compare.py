@@ -28,9 +28,11 @@ build puts their weights in ggml's AMX buffer ("ggml_backend_amx_buffer_set_tens
 and the process dies at the first matrix product (SIGILL / SIGSEGV: the guest does not let it
 use the AMX tiles); the F16 / BF16 / F32 files run. A build without AMX (ggml's GGML_AMX_TILE /
 GGML_AMX_INT8 / GGML_AMX_BF16 off, which GGML_NATIVE turns on here) should avoid it: not tried.
+--no-extra-bufts runs llama.cpp with use_extra_bufts = false instead, which keeps the weights out
+of the AMX buffer (and out of ggml's CPU repacking: llama.cpp below its best on these files).
 
 Usage:  python bench/llama_cpp_compare.py [--dtype f16|bf16|f32|q8_0|q4_0|q4_k|q5_k|q6_k] [--threads 1,2]
-            [--prompt 64] [--steps 15] [--repeat 2] [--model PATH] [--checked]
+            [--prompt 64] [--steps 15] [--repeat 2] [--model PATH] [--checked] [--no-extra-bufts]
 """
 from __future__ import annotations
 
@@ -79,14 +81,25 @@ def nx_side(path, tokens, steps, threads, repeat, checked):
     return prompt, statistics.median(per), None
 
 
-def llama_side(path, tokens, steps, threads, repeat):
+def llama_side(path, tokens, steps, threads, repeat, extra_bufts=True):
     from llama_cpp import Llama
-    llm = Llama(model_path=str(path), n_ctx=len(tokens) + steps + 8, n_batch=len(tokens),
-                n_ubatch=len(tokens), n_threads=threads, n_threads_batch=threads, verbose=False,
-                # every token's output, as nx computes: otherwise llama.cpp computes the last layer's
-                # attention output and MLP for the last token only (the rows the logits need), which
-                # on a one-layer file is most of the work
-                logits_all=True)
+    import llama_cpp.llama_cpp as low
+    defaults = low.llama_model_default_params
+    if not extra_bufts:                 # llama.cpp's use_extra_bufts = false: no AMX, no repacking
+        def without():
+            p = defaults()
+            p.use_extra_bufts = False
+            return p
+        low.llama_model_default_params = without
+    try:
+        llm = Llama(model_path=str(path), n_ctx=len(tokens) + steps + 8, n_batch=len(tokens),
+                    n_ubatch=len(tokens), n_threads=threads, n_threads_batch=threads, verbose=False,
+                    # every token's output, as nx computes: otherwise llama.cpp computes the last layer's
+                    # attention output and MLP for the last token only (the rows the logits need), which
+                    # on a one-layer file is most of the work
+                    logits_all=True)
+    finally:
+        low.llama_model_default_params = defaults
     prompt = float("inf")
     for _ in range(repeat):
         llm.reset()
@@ -115,6 +128,9 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=15)
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--checked", action="store_true", help="nx's checked C build (default unchecked)")
+    ap.add_argument("--no-extra-bufts", action="store_true",
+                    help="llama.cpp without its extra buffer types (use_extra_bufts = false: no AMX "
+                         "buffer, no weight repacking; see above)")
     args = ap.parse_args(argv)
     try:
         threads = [int(t) for t in args.threads.split(",")]
@@ -144,12 +160,13 @@ def main(argv=None) -> int:
         qs.write_model(path, cfg, seed=0, dtype=args.dtype, tokenizer=tok)
     tokens = [(7 * i + 3) % 500 + 1 for i in range(args.prompt)]
     print(f"file {os.path.basename(path)} ({os.path.getsize(path) / 1e6:.0f} MB), prompt {args.prompt}, "
-          f"{args.steps} decode steps; nx {'checked' if args.checked else 'unchecked'} C; wall seconds")
+          f"{args.steps} decode steps; nx {'checked' if args.checked else 'unchecked'} C; wall seconds"
+          + ("; llama.cpp without extra buffer types" if args.no_extra_bufts else ""))
     print("| threads | prompt nx | prompt llama.cpp | nx / llama.cpp | decode step nx | decode llama.cpp "
           "| nx / llama.cpp | load |")
     print("|---|---|---|---|---|---|---|---|")
     for t in threads:
-        lp, ld = llama_side(path, tokens, args.steps, t, args.repeat)
+        lp, ld = llama_side(path, tokens, args.steps, t, args.repeat, not args.no_extra_bufts)
         np_, nd, why = nx_side(path, tokens, args.steps, t, args.repeat, args.checked)
         if why:
             print(f"| {t} | - | {lp:.3f} | - | - | {ld * 1e3:.1f} ms | - | {load_avg()} |  nx: {why}")
