@@ -164,23 +164,19 @@ def _observes_only_f32(body: ast.Block, sym, pure: set, floats: set, info) -> bo
     def value_kind(v) -> frozenset:
         return frozenset({_F32 if _produces_f32(v, pure, info) else _BITS})
 
-    def float_positions(e, out: set) -> None:
-        # the Names of `sym` the C emitter reads as floats (float_expr), not as bits
+    def seen(e, state: frozenset, whole_is_float: bool = False) -> bool:
+        # False if e observes sym's bits while sym may hold other bits: a use of sym that the C
+        # emitter does not read as a float (an operand of a float primitive, or the whole value
+        # of a float local's assignment: float_expr)
+        if e is None or _BITS not in state or (whole_is_float and isinstance(e, ast.Name)):
+            return True
+        as_float, uses = set(), []
         for n in ast.walk(e):
             if isinstance(n, ast.Call) and primitive_name(n, info) in F32_FLOAT_ARGS:
-                for a in n.args:
-                    if isinstance(a, ast.Name) and info.sym(a) is sym:
-                        out.add(id(a))
-
-    def seen(e, state: frozenset, whole_is_float: bool = False) -> bool:
-        # False if e observes sym's bits while sym may hold other bits
-        if e is None or _BITS not in state:
-            return True
-        floaty: set = set()
-        float_positions(e, floaty)
-        if whole_is_float and isinstance(e, ast.Name):
-            floaty.add(id(e))
-        return all(id(n) in floaty for n in ast.walk(e) if isinstance(n, ast.Name) and info.sym(n) is sym)
+                as_float.update(id(a) for a in n.args)
+            elif isinstance(n, ast.Name) and info.sym(n) is sym:
+                uses.append(id(n))
+        return all(u in as_float for u in uses)
 
     class Paths:    # the states that leave a loop's body by break / continue
         def __init__(self):
