@@ -37,9 +37,13 @@ class LspClient:
         self._reader.start()
 
     # ---- wire ----
-    def _send(self, message: dict) -> None:
-        body = json.dumps(message).encode("utf-8")
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    def _send(self, *messages: dict) -> None:
+        """The messages in one write: the server finds them together in its input."""
+        data = b""
+        for message in messages:
+            body = json.dumps(message).encode("utf-8")
+            data += b"Content-Length: %d\r\n\r\n" % len(body) + body
+        self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
     def _read_loop(self) -> None:
@@ -72,13 +76,19 @@ class LspClient:
     def request(self, method: str, params: dict | None = None):
         return self.wait(method, *self.send_request(method, params))
 
-    def send_request(self, method: str, params: dict | None = None) -> tuple[int, queue.Queue]:
-        """Send a request without waiting: its id and the queue its answer comes to (for `wait`)."""
+    def send_request(self, method: str, params: dict | None = None, cancel: bool = False) -> tuple[int, queue.Queue]:
+        """Send a request without waiting: its id and the queue its answer comes to (for `wait`).
+        cancel: its $/cancelRequest in the same write, so that the cancel reaches the server
+        while the request is surely still under way (sent apart, a fast request could end first)."""
         with self._lock:
             self._next_id += 1
             rid = self._next_id
             q = self._responses[rid] = queue.Queue()
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}})
+        request = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params or {}}
+        if cancel:
+            self._send(request, {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": rid}})
+        else:
+            self._send(request)
         return rid, q
 
     def wait(self, method: str, rid: int, q: queue.Queue):

@@ -340,8 +340,7 @@ def test_cancel_request_stops_references(tmp_path):
         assert c.diagnostics(uri) == []
         rid, q = c.send_request("textDocument/references", {
             "textDocument": {"uri": uri}, "position": {"line": 0, "character": 6},
-            "context": {"includeDeclaration": True}})
-        c.notify("$/cancelRequest", {"id": rid})
+            "context": {"includeDeclaration": True}}, cancel=True)
         with pytest.raises(LspError) as e:
             c.wait("textDocument/references", rid, q)
         assert e.value.code == -32800
