@@ -339,14 +339,14 @@ def test_checked_kernel_vectorizes(tmp_path):
         r"nx_f32_attention\.nx:(\d+):\d+: optimized: loop vectorized", proc.stderr)}
     with open(attn, encoding="utf-8") as f:
         lines = f.read().splitlines()
-    scores = next(i for i, t in enumerate(lines, 1) if "s0[j] = acc as u32" in t)
-    weighted = next(i for i, t in enumerate(lines, 1) if "o0[d] = acc as u32" in t)
+    maxes = next(i for i, t in enumerate(lines, 1) if "mk[r] = cur" in t)
+    sums = next(i for i, t in enumerate(lines, 1) if "su[r] = s as u32" in t)
     # GCC names a loop by a line of its body or its head: any line from the enclosing
     # `while` down to the statement counts (the blocked loops have long bodies)
     heads = {at: max(i for i in range(1, at + 1) if lines[i - 1].lstrip().startswith("while "))
-             for at in (scores, weighted)}
-    assert any(heads[scores] <= v <= scores for v in vectorized), (scores, sorted(vectorized))
-    assert any(heads[weighted] <= v <= weighted for v in vectorized), (weighted, sorted(vectorized))
+             for at in (maxes, sums)}
+    assert any(heads[maxes] <= v <= maxes for v in vectorized), (maxes, sorted(vectorized))
+    assert any(heads[sums] <= v <= sums for v in vectorized), (sums, sorted(vectorized))
 
 
 # A hoisted nest (rows x cols, all accesses planned) that runs long enough to time out: its

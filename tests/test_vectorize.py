@@ -119,10 +119,12 @@ def test_layout_rewrite_is_bit_identical_everywhere(attention_builds, n, d, spre
     assert np.any(reference[1] != 0)
 
 
-def test_larger_case_on_the_c_targets(attention_builds):
-    """A head_dim-128 case like the bench's (Python would take minutes here)."""
-    rng = np.random.default_rng(19)
-    n, d = 70, 128
+@pytest.mark.parametrize("n,d", [(70, 128), (300, 20)])
+def test_larger_case_on_the_c_targets(attention_builds, n, d):
+    """A head_dim-128 case like the bench's, and more keys than one column block of the P.V
+    product (nx_f32_gemm.nx's NX_GEMM_CB, 256: its sums continue across blocks); Python would
+    take minutes here."""
+    rng = np.random.default_rng(19 + n)
     Q, K, V = (f32_words(rng, n * d, 1.0) for _ in range(3))
     scale = int(np.float32(1 / np.sqrt(d)).view(np.uint32))
     outs = []
@@ -196,12 +198,16 @@ def test_multi_decode_at_head_dim_128(multi_builds):
 
 
 def test_gcc_vectorizes_both_inner_loops(tmp_path):
-    # nx_f32_attention: two passes of two rows each, for the scores and for P.V; the exp loop of
-    # each softmax (scalar when the subtraction shared its loop: GCC threaded its NaN test);
+    # nx_f32_attention: its products are nx_f32_gemm.nx's panel kernels (tests/test_linear_packed.py
+    # checks those); here every step of its softmax over sixteen rows in lanes, the exp loop
+    # included (scalar when the subtraction shared its loop: GCC threaded its NaN test);
     # nx_f32_attn_rows.nx: the tile loops of the in-place attention
-    for path, loops in ((ATTN, {"scores": ("s0[j] = acc as u32", "s2[j] = acc as u32"),
-                                "P.V": ("o0[d] = acc as u32", "o2[d] = acc as u32"),
-                                "exp": ("s0[j] = nx_f32_attn_exp32(s0[j])",)}),
+    for path, loops in ((ATTN, {"scale and max": ("mk[r] = cur",),
+                                "sub": ("a[r] = nx_f32_sub(a[r] as i64, m[r] as i64)",),
+                                "exp": ("A[j] = nx_f32_attn_exp32(A[j])",),
+                                "sum": ("su[r] = s as u32",),
+                                "div": ("a[r] = nx_f32_div(a[r] as i64, su[r] as i64)",),
+                                "Q panel": ("Qp[d * 16 + r] = q[d] as u32",)}),
                         (MULTI, {"scores": ("srow[j] = nx_f32_add(acc",), "P.V": ("oacc[d] = nx_f32_add(acc",),
                                  "exp": ("srow[j] = nx_f32_attn_exp32(srow[j])",)}),
                         (ROWS, {"scores": ("s[j] = nx_f32_add(acc",), "P.V": ("o[d] = nx_f32_add(acc",),
