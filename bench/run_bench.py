@@ -684,6 +684,27 @@ def gqa_inputs(n, hq, hkv, d, seed=5):
             bits(rng.standard_normal(n * hkv * d, dtype=np.float32)))
 
 
+def bench_checked_linear(repeats, R=9728, C=2560, tokens=(64, 1)):
+    """The packed linear kernel (bf16, one thread, CPU time), checked C (what nxc.load and the
+    model loader build by default) against unchecked C, on the same packed weights."""
+    path = os.path.join(bundled_dir(), "nx_f32_gemm.nx")
+    mods = {"checked": nxc.load(path), "unchecked": nxc.load(path, checked=False)}
+    rng = np.random.default_rng(8)
+    Rp = (R + 15) // 16 * 16
+    src = ((rng.standard_normal((R, C)) * 0.05).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    buf = np.zeros(Rp * C * 2 + 64, np.uint8)
+    P = buf[(-buf.ctypes.data) % 64:][:Rp * C * 2].view(np.uint16)
+    mods["unchecked"].nx_gemm_pack_u16(np.ascontiguousarray(src), R, C, P)
+    for T in tokens:
+        X = bits(rng.standard_normal((T, C)).astype(np.float32).ravel())
+        Ys = {k: np.zeros(T * R, np.int64) for k in mods}
+        t_chk, t_unc = paired_medians([lambda k=k: mods[k].nx_gemm_u16(P, True, R, C, X, T, Ys[k]) for k in mods],
+                                      max(3, repeats), clock=time.process_time)
+        same = np.array_equal(Ys["checked"], Ys["unchecked"])
+        row("checked", f"linear {R}x{C} bf16, {T} tok: checked C / unchecked C",
+            f"{ms(t_chk)} / {ms(t_unc)}   checked/unchecked = {t_chk / t_unc:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+
+
 def bench_checked(n, n_py, repeats):
     """Checked C (the default) against unchecked C and the Python backend."""
     print(f"2b. Checked C vs unchecked C vs the Python backend (GQA 32/8 heads, head_dim 128; paged gate)")
@@ -700,6 +721,7 @@ def bench_checked(n, n_py, repeats):
     same = np.array_equal(outs["checked"], outs["unchecked"])
     row("checked", f"GQA n={n}: checked C / unchecked C",
         f"{ms(t_chk)} / {ms(t_unc)}   checked/unchecked = {t_chk / t_unc:.3f}{'' if same else '  (OUTPUTS DIFFER)'}")
+    bench_checked_linear(repeats)
     # The Python backend takes ~1 us per inner-loop step: measured at a smaller n
     # (same heads and head_dim), against checked C at that n.
     Q, K, V = gqa_inputs(n_py, hq, hkv, d)

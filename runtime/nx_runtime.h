@@ -785,7 +785,11 @@ static inline int nxrt_apart(uintptr_t f, uint64_t fsize, uintptr_t first, uint6
 
 /* In nx_runtime.c: the externs that take or give memory, checked (a site
    of -1 is the Python API), and what the Python API calls. */
-NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site);
+/* sys_mmap hands out a fresh block (or NULL), as calloc does in unchecked builds:
+   malloc tells GCC it aliases nothing, so a kernel's accumulators mapped there stay
+   in registers in checked builds too (with the provenance that checked C keeps in
+   `&p[i]`: nxc/backend/c/expressions.py; tests/test_linear_packed.py checks both). */
+__attribute__((malloc)) NXRT_API void *nxrt_chk_sys_mmap(int64_t nbytes, int site);
 NXRT_API int64_t nxrt_chk_sys_munmap(void *p, int64_t nbytes, int site);
 NXRT_API int64_t nxrt_chk_sys_write(int64_t fd, void *buf, int64_t n, int site);
 NXRT_API int64_t nxrt_chk_sys_file_open(uint8_t *path, int64_t n, int site);

@@ -26,20 +26,31 @@ def require_gcc() -> str:
     return cc
 
 
-def vectorized_lines(path: str, folder) -> tuple[set[int], str]:
-    """(the .nx lines of `path` whose loops GCC vectorized, the object it compiled): the module's
-    unchecked C as one file, compiled with nxc's -O2 flags into `folder`."""
+def vector_report(path: str, folder, checked: bool = False) -> tuple[set[int], set[int], str]:
+    """(the .nx lines of `path` whose loops GCC vectorized, those of the loops it versioned for a
+    possible aliasing (a run-time overlap test, and GCC's view that the pointers may be anyone's),
+    the object it compiled): the module's C (unchecked, or checked) as one file, compiled with
+    nxc's -O2 flags into `folder`."""
     cc = require_gcc()
     stem = os.path.splitext(os.path.basename(path))[0]
-    c_file = os.path.join(str(folder), stem + ".c")
-    obj = os.path.join(str(folder), stem + ".o")
+    c_file = os.path.join(str(folder), stem + (".checked.c" if checked else ".c"))
+    obj = c_file[:-2] + ".o"
     with open(c_file, "w", encoding="utf-8") as f:
-        f.write(emit_c(check_file(path, None, Diagnostics(warnings=False)), checked=False).text)
+        f.write(emit_c(check_file(path, None, Diagnostics(warnings=False)), checked=checked).text)
     proc = subprocess.run([cc, *c_build.flags_for("2"), "-I", runtime_dir(), "-fopt-info-vec-optimized",
                            "-c", c_file, "-o", obj], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     name = re.escape(os.path.basename(path))
-    return {int(m.group(1)) for m in re.finditer(name + r":(\d+):\d+: optimized: loop vectorized", proc.stderr)}, obj
+    def lines(what: str) -> set[int]:
+        return {int(m.group(1)) for m in re.finditer(name + r":(\d+):\d+: optimized:\s+" + what, proc.stderr)}
+    return lines("loop vectorized"), lines("loop versioned for vectorization because of possible aliasing"), obj
+
+
+def vectorized_lines(path: str, folder) -> tuple[set[int], str]:
+    """(the .nx lines of `path` whose loops GCC vectorized, the object it compiled): the module's
+    unchecked C, as vector_report."""
+    vectorized, _, obj = vector_report(path, folder)
+    return vectorized, obj
 
 
 def loop_line(path: str, statement: str) -> int:
