@@ -18,6 +18,10 @@ import numpy as np
 import pytest
 
 import nxc
+from nxc.check.frontend import check_file
+from nxc.diagnostics import Diagnostics
+from nxc.lower.effects import memory_free
+from nxc.lower.hoist import plan_loops
 from nxc.paths import bundled_dir
 
 from test_vectorize import _targets, f32_words
@@ -143,6 +147,17 @@ def lane_loop_heads(path: str, function: str) -> list[int]:
     start = next(i for i, l in enumerate(text) if l.startswith(f"func {function}("))
     end = next(i for i in range(start + 1, len(text)) if text[i].startswith("func "))
     return [i + 1 for i in range(start, end) if text[i].strip() == "while r < 16 {"]
+
+
+def test_checked_bf16_decode_checks_once_per_group():
+    """nx_gemm_decode_bf16's column loop counts passes (q) and indexes by multiples of q, so the
+    checked build plans the pass and lane loops as one nest: their range checks run once per
+    group of four panels, not once every eight columns (they were a quarter of the checked
+    call, which ran 1.5x the unchecked one)."""
+    program = check_file(GEMM, None, Diagnostics(warnings=False))
+    fn = next(f for f in program.functions if f.sym.name == "nx_gemm_decode_bf16")
+    nests = [[c.sym.name for c in p.counters] for p in plan_loops(fn, program, memory_free(program)).values()]
+    assert ["q", "r"] in nests, nests
 
 
 @pytest.mark.parametrize("function", ["nx_gemm_tokens8"])
