@@ -149,15 +149,17 @@ def lane_loop_heads(path: str, function: str) -> list[int]:
     return [i + 1 for i in range(start, end) if text[i].strip() == "while r < 16 {"]
 
 
-def test_checked_bf16_decode_checks_once_per_group():
-    """nx_gemm_decode_bf16's column loop counts passes (q) and indexes by multiples of q, so the
-    checked build plans the pass and lane loops as one nest: their range checks run once per
-    group of four panels, not once every eight columns (they were a quarter of the checked
-    call, which ran 1.5x the unchecked one)."""
+@pytest.mark.parametrize("function", ["nx_gemm_decode_bf16", "nx_gemm_decode_group"])
+def test_checked_decode_checks_once_per_group(function):
+    """The decode kernels' column loops count passes (q) and index by multiples of q (the f16 /
+    f32 one in two loops, with and without the next chunk's prefetches), so the checked build
+    plans the pass loop and the loops in it as one nest: their range checks run once per group
+    of four panels (a chunk), not once every eight columns (they were a quarter of the checked
+    bf16 call, which ran 1.5x the unchecked one)."""
     program = check_file(GEMM, None, Diagnostics(warnings=False))
-    fn = next(f for f in program.functions if f.sym.name == "nx_gemm_decode_bf16")
+    fn = next(f for f in program.functions if f.sym.name == function)
     nests = [[c.sym.name for c in p.counters] for p in plan_loops(fn, program, memory_free(program)).values()]
-    assert ["q", "r"] in nests, nests
+    assert any(n[0] == "q" and n[-1] == "r" for n in nests), nests
 
 
 @pytest.mark.parametrize("function", ["nx_gemm_tokens8"])
