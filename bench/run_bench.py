@@ -44,6 +44,9 @@ from nxc.backend.c.emit import EmittedC, emit_c  # noqa: E402
 from nxc.check.frontend import check_file  # noqa: E402
 from nxc.paths import bundled_dir, runtime_dir  # noqa: E402
 
+sys.path.insert(0, HERE)
+from linear_ab import packed  # noqa: E402  (a weight packed as the kernel reads it)
+
 ROWS: list[tuple[str, str, str]] = []
 
 
@@ -351,7 +354,6 @@ def bench_linear(shapes, tokens, repeats):
     rng = np.random.default_rng(3)
     for R, C in shapes:
         Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
-        Rp = (R + 15) // 16 * 16
         for T in tokens:
             Xf = rng.standard_normal((T, C)).astype(np.float32)
             X = bits(Xf.ravel())
@@ -359,15 +361,7 @@ def bench_linear(shapes, tokens, repeats):
             flops = 2.0 * R * C * T
             row("linear", f"{R}x{C}, {T} tok: numpy sgemm f32", f"{ms(t_np)}   {flops / t_np / 1e9:.1f} GFLOP/s")
             for name in ("bf16", "f16", "f32"):
-                if name == "f32":
-                    src, es = Wf.view(np.uint32), 4
-                elif name == "bf16":
-                    src, es = (Wf.view(np.uint32) >> 16).astype(np.uint16), 2
-                else:
-                    src, es = Wf.astype(np.float16).view(np.uint16), 2
-                buf = np.zeros(Rp * C * es + 64, np.uint8)
-                P = buf[(-buf.ctypes.data) % 64:][:Rp * C * es].view(np.uint32 if es == 4 else np.uint16)
-                (m.nx_gemm_pack_u32 if es == 4 else m.nx_gemm_pack_u16)(np.ascontiguousarray(src), R, C, P)
+                P, es = packed(m, Wf, name)
                 Y = np.zeros(T * R, np.int64)
                 if es == 4:
                     fn = lambda: m.nx_gemm_f32(P, R, C, X, T, Y)  # noqa: E731
@@ -395,11 +389,7 @@ def bench_linear_threads(shapes, tokens, repeats, counts=(1, 2)):
     rng = np.random.default_rng(4)
     for R, C in shapes:
         Wf = (rng.standard_normal((R, C)) * 0.05).astype(np.float32)
-        Rp = (R + 15) // 16 * 16
-        src = (Wf.view(np.uint32) >> 16).astype(np.uint16)
-        buf = np.zeros(Rp * C * 2 + 64, np.uint8)
-        P = buf[(-buf.ctypes.data) % 64:][:Rp * C * 2].view(np.uint16)
-        mods[1].nx_gemm_pack_u16(np.ascontiguousarray(src), R, C, P)
+        P, _ = packed(mods[1], Wf, "bf16")
         for T in tokens:
             X = bits(rng.standard_normal((T, C)).astype(np.float32).ravel())
             Ys = {t: np.zeros(T * R, np.int64) for t in counts}
@@ -690,11 +680,7 @@ def bench_checked_linear(repeats, R=9728, C=2560, tokens=(64, 1)):
     path = os.path.join(bundled_dir(), "nx_f32_gemm.nx")
     mods = {"checked": nxc.load(path), "unchecked": nxc.load(path, checked=False)}
     rng = np.random.default_rng(8)
-    Rp = (R + 15) // 16 * 16
-    src = ((rng.standard_normal((R, C)) * 0.05).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    buf = np.zeros(Rp * C * 2 + 64, np.uint8)
-    P = buf[(-buf.ctypes.data) % 64:][:Rp * C * 2].view(np.uint16)
-    mods["unchecked"].nx_gemm_pack_u16(np.ascontiguousarray(src), R, C, P)
+    P, _ = packed(mods["unchecked"], (rng.standard_normal((R, C)) * 0.05).astype(np.float32), "bf16")
     for T in tokens:
         X = bits(rng.standard_normal((T, C)).astype(np.float32).ravel())
         Ys = {k: np.zeros(T * R, np.int64) for k in mods}
