@@ -148,6 +148,18 @@ static inline int64_t nxrt_f32_to_bits(float f)
     return f != f ? NXRT_F32_CANONICAL_NAN : (int64_t)u;
 }
 
+/* The same as nxrt_f32_to_bits, with the select written as masks instead of a
+   conditional: GCC vectorizes an outer loop only when its body has no control
+   flow, and a kernel's lanes loop stores its sums (float locals, after an inner
+   loop over the columns) in that body. An inner loop if-converts either form. */
+static inline int64_t nxrt_f32_lane_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    uint32_t nan = -(uint32_t)(f != f);
+    return (int64_t)((u & ~nan) | ((uint32_t)NXRT_F32_CANONICAL_NAN & nan));
+}
+
 /* ------------------------------------------------------------------------ */
 /* float32 arithmetic: one correctly rounded (RNE) IEEE op each              */
 /* ------------------------------------------------------------------------ */

@@ -252,6 +252,7 @@ HARNESS_C = r"""
 void h_bin(int op, const int64_t *a, const int64_t *b, int64_t *out, size_t n);
 void h_un(int op, const int64_t *a, int64_t *out, size_t n);
 void *h_mmap(int64_t nbytes);
+void h_bits(int lane, const int64_t *a, int64_t *out, size_t n);
 int64_t h_munmap(void *p, int64_t nbytes);
 int64_t h_write(int64_t fd, void *buf, int64_t n);
 
@@ -280,6 +281,15 @@ void h_un(int op, const int64_t *a, int64_t *out, size_t n)
         case 2: out[i] = nxrt_nx_f32_to_i32(a[i]); break;
         default: out[i] = -12345; break;
         }
+    }
+}
+
+/* a float's bits, through either canonicalising store of the emitted C */
+void h_bits(int lane, const int64_t *a, int64_t *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float f = nxrt_f32_from_bits(a[i]);
+        out[i] = lane ? nxrt_f32_lane_bits(f) : nxrt_f32_to_bits(f);
     }
 }
 
@@ -313,6 +323,8 @@ def clib(request, tmp_path_factory):
     lib.h_bin.restype = None
     lib.h_un.argtypes = [ctypes.c_int, P, P, ctypes.c_size_t]
     lib.h_un.restype = None
+    lib.h_bits.argtypes = [ctypes.c_int, P, P, ctypes.c_size_t]
+    lib.h_bits.restype = None
     lib.h_mmap.argtypes = [ctypes.c_int64]
     lib.h_mmap.restype = P
     lib.h_munmap.argtypes = [P, ctypes.c_int64]
@@ -423,6 +435,24 @@ def test_upper_bits_are_ignored(clib, data):
         for impl in ("_sc_", "_st_"):
             f = getattr(nx_f32, impl + op)
             assert_bits_equal(op, [f(v) for v in junk.tolist()], want, junk, None, f"Python {impl} junk: ")
+
+
+def test_lane_bits_equal_to_bits(clib, data):
+    """The two ways the emitted C stores a float's bits (nxrt_f32_to_bits, a conditional, and
+    nxrt_f32_lane_bits, masks: what lets GCC vectorize a loop around a kernel's column loop) give
+    the same words: the input's low 32 bits, every NaN (either sign, any payload, signalling)
+    as 0x7FC00000."""
+    a = np.ascontiguousarray(np.concatenate([data.a, data.b]), dtype=np.int64)
+    got = {}
+    for lane in (0, 1):
+        out = np.empty_like(a)
+        clib.h_bits(lane, a.ctypes.data, out.ctypes.data, len(a))
+        got[lane] = out
+    want = np.array([_canon(x) for x in a.tolist()], dtype=np.int64)
+    nans = ((a & 0x7F800000) == 0x7F800000) & ((a & 0x7FFFFF) != 0)
+    assert nans.sum() > 100 and (~nans).sum() > 100
+    assert np.array_equal(got[0], want)
+    assert np.array_equal(got[1], want)
 
 
 def test_named_cases(clib):
@@ -544,7 +574,8 @@ int main(void)
     acc += nxrt_nx_f32_add(1, 2) + nxrt_nx_f32_sub(1, 2) + nxrt_nx_f32_mul(1, 2)
          + nxrt_nx_f32_div(1, 2) + nxrt_nx_f32_sqrt(1) + nxrt_nx_f32_lt(1, 2)
          + nxrt_nx_f32_le(1, 2) + nxrt_nx_f32_eq(1, 2) + nxrt_nx_i32_to_f32(1)
-         + nxrt_nx_f32_to_i32(1) + nxrt_f32_to_bits(nxrt_f32_from_bits(5));
+         + nxrt_nx_f32_to_i32(1) + nxrt_f32_to_bits(nxrt_f32_from_bits(5))
+         + nxrt_f32_lane_bits(nxrt_f32_from_bits(6));
     acc += nxrt_sys_munmap(p, 64) + nxrt_sys_write(1, "", 0);
     return (int)(acc & 1);
 }

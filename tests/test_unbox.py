@@ -77,7 +77,7 @@ def test_a_sum_started_from_a_load_is_a_float_where_its_bits_are_never_seen():
     text = emit_c(program, checked=False).text
     kernel = _c_function(text, "sum_into")
     assert "float lf_s = nxrt_f32_from_bits(" in kernel
-    assert kernel.count("nxrt_f32_to_bits(") == 1          # at the store only, not at each add
+    assert kernel.count("nxrt_f32_lane_bits(") == 1        # at the store only, not at each add
     assert "float lf_s" in _c_function(text, "compared_only")
     assert "float lf_s" in _c_function(text, "seen_through_copy")
     for name in ("sum_from_load", "seen_before_add", "seen_in_loop", "seen_after_if", "seen_after_break",

@@ -59,3 +59,33 @@ def loop_line(path: str, statement: str) -> int:
         lines = f.read().splitlines()
     at = next(i for i, text in enumerate(lines) if statement in text)
     return next(i for i in range(at, -1, -1) if re.match(r"\s*while\b", lines[i])) + 1
+
+
+def loop_own_lines(path: str, head: int) -> set[int]:
+    """The lines of the loop whose `while` is on line `head` of `path` (1-based), less those of
+    the loops nested in it: where GCC reports that loop. (A loop vectorized around an inner
+    loop, outer-loop vectorization, is reported at a line of its body, not at its `while`; a
+    report inside a nested loop is about that loop.)"""
+    with open(path, encoding="utf-8") as f:
+        text = [line.split("//")[0] for line in f.read().splitlines()]
+
+    def end_of(start: int) -> int:
+        depth = 0
+        for i in range(start, len(text)):
+            depth += text[i].count("{") - text[i].count("}")
+            if depth <= 0 and "{" in "".join(text[start:i + 1]):
+                return i
+        raise AssertionError(f"{path}:{start + 1}: no end of the loop")
+
+    first = head - 1
+    last = end_of(first)
+    own = set(range(first, last + 1))
+    i = first + 1
+    while i < last:
+        if re.match(r"\s*while\b", text[i]):
+            inner_end = end_of(i)
+            own -= set(range(i, inner_end + 1))
+            i = inner_end
+        i += 1
+    return {i + 1 for i in own}
+

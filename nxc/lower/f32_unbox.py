@@ -13,7 +13,10 @@ every iteration (measured 2.7x slower than plain float C). This pass finds:
 
 Bits are only materialised where they are observed (a store, an integer
 operation, a call to a non-primitive, a return), through
-`nxrt_f32_to_bits`, which canonicalises NaN. That keeps results identical
+`nxrt_f32_lane_bits` (a local's bits) or `nxrt_f32_to_bits` (a primitive's
+result), which canonicalise NaN; the first selects with masks instead of a
+conditional, so that GCC can vectorize a loop around the loop that computed
+the local (a kernel's sums stored after its column loop). That keeps results identical
 to the boxed code: inside float arithmetic a NaN stays a NaN whatever its
 payload, comparisons treat every NaN alike, and every observed NaN becomes
 0x7FC00000 exactly as each primitive would have made it.

@@ -155,7 +155,7 @@ static int64_t nxf_dot(int64_t * l_a, int64_t * l_b, int64_t l_n)
         }
     }
 #line 18 "<golden>/f32_dot.nx"
-    { int64_t nx_r = nxrt_f32_to_bits(lf_acc); nx_st[0]--; return nx_r; }
+    { int64_t nx_r = nxrt_f32_lane_bits(lf_acc); nx_st[0]--; return nx_r; }
 }
 
 #line 21 "<golden>/f32_dot.nx"

@@ -58,7 +58,7 @@ class ExpressionsMixin:
         if sym in self.subst:               # an inner loop's counter, at its start (hoisted_checks)
             return self.subst[sym]
         if sym in self.float_locals:        # its bits are observed here
-            return f"nxrt_f32_to_bits(lf_{sym.unique})"
+            return f"nxrt_f32_lane_bits(lf_{sym.unique})"
         if sym.kind in ("local", "param"):
             return f"l_{sym.unique}"
         if sym.kind == "global":
