@@ -137,6 +137,16 @@ def test_qgemm_qwen3_width():
     check_module(mod, [(40, 2560 // 32, 1), (21, 2560 // 32, 64)], seed=12, names=("q8_0", "q4_0"), lookup=False)
 
 
+@pytest.mark.parametrize("checked,threads", [(False, 1), (True, 3)])
+def test_qgemm_spans_of_columns_in_groups_of_panels(checked, threads):
+    """Many tokens over many columns (1,280 columns at 300 tokens): nx_qgemm_tokens runs the
+    panels in groups (21 panels, 13 a group) span by span (five spans of 256 columns), as
+    nx_gemm_task does; every word equals the scalar kernel's."""
+    mod = nxc.load(REF, checked=checked, threads=threads)
+    check_module(mod, [(333, 5, 300)], seed=31, names=("q4_k",), lookup=False)
+    check_module(mod, [(333, 40, 300)], seed=32, names=("q8_0",), lookup=False)
+
+
 def test_qgemm_gate_catches_a_wrong_scale(tmp_path):
     """The bundled gate fails when a tile takes the wrong Q6_K scale (the test can fail)."""
     src = open(QGEMM, encoding="utf-8").read()
