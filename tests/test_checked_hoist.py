@@ -193,6 +193,33 @@ NEGATIVE_STRIDE = """
 """
 
 
+# Accesses through one pointer at constant offsets (one range check covers them,
+# nxc/lower/hoist.py's _merge_offsets): p[i + 3] is one past the end at the last
+# iteration while p[i] and p[i + 1] are not; the merged range fails, and the checked
+# copy stops at p[i + 3] of that iteration.
+OFFSETS_PAST_END = """
+    import "nx_syscalls.nx"
+
+    func taps(p: *i64, n: i64) -> i64 {
+        var s: i64 = 0
+        var i: i64 = 0
+        while i < n {
+            s = s + p[i] + p[i + 1] + p[i + 3]
+            i = i + 1
+        }
+        return s
+    }
+
+    func main() -> i64 {
+        let p: *i64 = sys_mmap(6 * 8) as *i64
+        var k: i64 = 0
+        while k < 6 { p[k] = k; k = k + 1 }
+        if taps(p, 3) != 21 { return 1 }
+        return taps(p, 4)
+    }
+"""
+
+
 def nxc_run(path, *args, timeout=120):
     return subprocess.run([sys.executable, "-m", "nxc", "run", *args, os.path.basename(path)], capture_output=True,
                           text=True, timeout=timeout, cwd=os.path.dirname(path))
@@ -304,6 +331,34 @@ def test_negative_and_zero_strides_take_the_checked_copy(write_nx, flag):
     path = write_nx(NEGATIVE_STRIDE)
     proc = nxc_run(path, *flag)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_accesses_at_constant_offsets_share_one_range(write_nx):
+    """p[i], p[i + 1] and p[i + 3] are checked by one range (the first's progression and 3
+    more elements); a loop of three valid calls runs the fast copy, and the fourth, whose
+    last p[i + 3] is past the end, stops there, as the unhoisted build and Python do."""
+    path = write_nx(OFFSETS_PAST_END)
+    taps = function_text(c_text(path), "taps")
+    assert taps.count("NXRT_SPAN1(") == 1, taps
+    assert "__builtin_add_overflow((uint64_t)nx_t" in taps and "INT64_C(3), &nx_t" in taps, taps
+    err = run_both(path)
+    at = line_of(OFFSETS_PAST_END, "s = s + p[i] + p[i + 1] + p[i + 3]")
+    assert re.search(rf"t\.nx:{at}:\d+: runtime error: out-of-bounds read of i64 at 0x[0-9a-f]+: offset 48 of "
+                     r"the 48-byte mapping", err), err
+    assert stack_lines(err) == [f"t.nx:{at} in taps", f"t.nx:{line_of(OFFSETS_PAST_END, 'return taps(p, 4)')} in main"]
+
+
+def test_kernel_offsets_merged():
+    """The eight-token kernel's lane nest: its eight sums' loads (acc[16 j + r]) are one range
+    112 elements wide, the eight token values of a column (xk[c * 8 + j]) one 7 wide: 6 range
+    checks a chunk, where there were 27 (about a fifth of the checked call)."""
+    program = check_file(os.path.join(bundled_dir(), "nx_f32_gemm.nx"), None, Diagnostics(warnings=False))
+    fn = next(f for f in program.functions if f.sym.name == "nx_gemm_tokens8")
+    nest = next(p for p in plan_loops(fn, program, memory_free(program)).values()
+                if [c.sym.name for c in p.counters] == ["r", "c"])
+    extras = sorted(r.extra for r in nest.ranges)
+    assert extras == [0, 0, 7, 112, 112], extras
+    assert len(nest.unchecked) > len(nest.ranges) + 15
 
 
 def test_kernel_loops_are_hoisted():

@@ -149,6 +149,12 @@ class CheckedMixin:
                 terms = [(counts[c], "INT64_C(1)" if stride is None else self.expr(stride)) for c, stride in r.terms]
                 terms += [("0u", "0")] * (2 - len(terms))
                 test = f"nxrt_reach(&{reach}, {terms[0][0]}, {terms[0][1]}, {terms[1][0]}, {terms[1][1]})"
+            if r.extra:
+                # the accesses at constant offsets up to r.extra past it (nxc/lower/hoist.py)
+                wide = self.new_temp("uint64_t")
+                test += (f"{' && ' if test else ''}!__builtin_add_overflow((uint64_t){reach}, "
+                         f"(uint64_t)INT64_C({r.extra}), &{wide})")
+                reach = wide
             spans.append((r, first, reach, t))
             if r.node not in done:
                 site = self.site(r.node.pos, f"{'write' if r.store else 'read'} of "
