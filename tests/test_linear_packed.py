@@ -125,14 +125,17 @@ def test_packed_qwen3_shape_one_row_block():
     check_module(mod, [(48, 2560, 1), (48, 1000, 6), (40, 2100, 5), (19, 1025, 13)], seed=11)
 
 
-@pytest.mark.parametrize("checked,threads", [(False, 1), (False, 3), (True, 2)])
-def test_packed_spans_of_columns_in_groups_of_panels(checked, threads):
+@pytest.mark.parametrize("checked,threads,march", [(False, 1, None), (False, 3, None), (True, 2, None),
+                                                   (False, 2, "x86-64-v3")])
+def test_packed_spans_of_columns_in_groups_of_panels(checked, threads, march):
     """Many tokens over many columns: X's packed copy (1,216 bytes a column at 300 tokens) is
     past twice NX_GEMM_SPAN_BYTES, so nx_gemm_task runs the panels in groups (21 panels, 13 a
     group: two groups, or more with the items split across threads) span by span (five spans of
     columns, the last one short), each panel's sums waiting between its spans. Every word must
-    equal the scalar kernel's."""
-    mod = nxc.load(REF, checked=checked, threads=threads)
+    equal the scalar kernel's; on AVX2 too (x86-64-v3: X's rows through the four-token kernel)."""
+    if march and f"2/{march}" not in _targets():
+        pytest.skip(f"this CPU does not run {march}")
+    mod = nxc.load(REF, checked=checked, threads=threads, march=march)
     check_module(mod, [(333, 1100, 300)], seed=21)
 
 
