@@ -32,9 +32,9 @@ REF = os.path.join(HERE, "nx", "ref", "nx_f32_linear_scalar.nx")
 GEMM = os.path.join(bundled_dir(), "nx_f32_gemm.nx")
 
 # (rows, cols, n_tokens): tails of every block (16-row panels, 4-panel decode groups, 8 columns
-# per pass, 4 tokens per block) and none
+# per pass, 4 tokens per block, the f16 decode's 32-column chunks: 75 = 32 + 32 + 11) and none
 SHAPES = [(37, 21, 1), (70, 17, 1), (16, 8, 4), (37, 21, 2), (33, 40, 5), (5, 3, 3), (64, 24, 8),
-          (1, 9, 3), (130, 13, 7)]
+          (1, 9, 3), (130, 13, 7), (37, 75, 1)]
 TYPES = {"f32": 0, "f16": 1, "bf16": 30}
 
 
