@@ -189,7 +189,7 @@ def test_json_summary_event_and_columns(tmp_path):
 
 
 def test_backend_both_counts_a_compile_error_once(tmp_path):
-    pytest.importorskip("nxc.backend.py.run")
+    import nxc.backend.py.run  # noqa: F401  (ours: a broken import must fail the test, not skip it)
     tree = write_tree(tmp_path, ["compile_error.nx", "pass.nx", "lib.nx"])
     proc = nxc_test("--json", "--backend", "both", cwd=tree, tmp_path=tmp_path)
     results, summary = events(proc)
