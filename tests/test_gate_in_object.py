@@ -105,8 +105,10 @@ def test_a_gate_reports_the_same_whichever_gate_compiled_its_object(tree, tmp_pa
     assert first.passed and names(first.recompiled) == ["high.nx", "low.nx"], first
     calls = compiler_calls(monkeypatch)
     via_importer = gate(low, checked=checked)
-    assert via_importer.recompiled == [] and via_importer.relinked
-    assert compiles(calls) == [] and len(calls) == 1         # the link alone
+    # high.nx's library holds low.nx's object: the gate runs from it, with
+    # nothing compiled or linked (nxc/backend/c/hosts.py)
+    assert via_importer.recompiled == [] and not via_importer.relinked
+    assert calls == []
     # low.nx's own gate, in a fresh cache: it compiles its object itself
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "fresh"))
     own = gate(low, checked=checked)

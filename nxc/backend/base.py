@@ -213,8 +213,17 @@ class Backend(abc.ABC):
     def link_recorded(self, link, *, checked: bool, opt: str):
         """The gate of a plan from records, built, ready to run in a child:
         .job (for the gate host), .run_child(page), .stack_of(page),
-        .passed(raw), .build_seconds, .relinked."""
+        .passed(raw), .build_seconds, .relinked, .host (the link key of the library
+        of another gate it runs from, or None)."""
         raise NotImplementedError(f"the {self.name} backend plans no link from records")
+
+    def build_objects(self, emitted, *, opt: str = "2", use_cache: bool = True) -> list | None:
+        """Build and record what a gate's later run from records needs, without
+        linking or running it (`nxc test` runs a gate that other gates import
+        after them, from one of their libraries: nxc/backend/c/hosts.py): the
+        paths of the modules compiled now. None: nothing was built, run the
+        gate now."""
+        return None
 
     def warm_up(self) -> None:
         """Pay one-time costs now (the gate runner calls this before forking workers)."""

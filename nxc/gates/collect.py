@@ -46,6 +46,9 @@ class Unit:
     indexed: dict | None = None
     # Why the runner's planner did not find it cached (nxc/incremental/plan.py).
     plan_reason: str = ""
+    # Build its objects and records only, and run it in a second round, after
+    # the gates that import it, from one of their libraries (plan.build_order).
+    run_later: bool = False
 
 
 

@@ -132,6 +132,25 @@ def _main(args) -> int:
     return status
 
 
+def _held(r: Result, first_round: dict[str, Result]) -> bool:
+    """Keep a first round's result (execute.BUILT: objects built, gate not
+    run) until the item's second-round result, which then says what both
+    rounds took; True: `r` was held, not to be reported."""
+    if r.plan == execute.BUILT:
+        first_round[r.id] = r
+        return True
+    built = first_round.pop(r.id, None)
+    if built is not None:
+        r.recompiled = built.recompiled + [p for p in r.recompiled if p not in built.recompiled]
+        r.checked_bodies = built.checked_bodies + [p for p in r.checked_bodies if p not in built.checked_bodies]
+        r.front_end_seconds += built.front_end_seconds
+        r.build_seconds += built.build_seconds
+        r.seconds += built.seconds
+        if built.recompiled:
+            r.build_cached = False
+    return False
+
+
 def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     """Run `items` once, report, remember failures; (exit status, results)."""
     options = run.options
@@ -146,7 +165,10 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     results: list[Result] = []
     stop = {"early": False, "failures": 0}
 
+    first_round: dict[str, Result] = {}     # item id -> what building it took (plan.second_round)
+
     def on_results(batch: list[Result]) -> bool:
+        batch = [r for r in batch if not _held(r, first_round)]
         for r in batch:
             results.append(r)
             reporter.result(r)
@@ -179,16 +201,27 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
             # and verdicts are then there: a cold gate compiles its own module
             # only), the most waited for first; with --ff the last failures
             # before all (nxc/incremental/plan.py, build_order).
+            # A gate that others import is built then, and run in a second
+            # round from the library of one of them (one link for many gates).
+            from nxc.backend.registry import backend_for
             order = plan.build_order(to_run, first=lambda u: any(
-                results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items))
+                results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
+                later=lambda u: plan.may_run_later(u, options, backend_for(u.items[0].backend,
+                                                                           checked=options.checked)))
             for u in order.units:
                 why = order.reasons.get(u.path)
                 if why:
                     u.plan_reason = "; ".join(filter(None, [u.plan_reason, why]))
+                u.run_later = u.path in order.later
             workers_pool = pool.Pool(workers, options)
             finished = False
             try:
                 workers_pool.run(order.units, on_results, order.waits)
+                if not stop["early"]:
+                    again = plan.second_round(order, lambda u: not any(it.id in first_round for it in u.items))
+                    for u in again:
+                        u.run_later = False
+                    workers_pool.run(again, on_results)
                 finished = not stop["early"]
             finally:
                 workers_pool.close(kill=not finished)     # -x, Ctrl-C, a closed stdout: stop what still runs

@@ -77,6 +77,7 @@ class Result:
     # a separately compiled build, or nothing built: a cached result).
     recompiled: list = field(default_factory=list)
     relinked: bool | None = None
+    host: str | None = None         # run from another gate's library: its link key (protocol.Outcome)
     # The modules whose bodies the worker checked (issue 21: the root's and
     # those without a clean verdict or record); in --json only with
     # NXC_DEBUG_STATS=1 (tests/test_tree_incremental.py reads it).
@@ -147,6 +148,16 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         r.kind, r.warnings, r.modules = kind, warnings, modules
         return [r]
 
+    if unit.run_later and kind == "gate":
+        t0 = time.perf_counter()
+        compiled = built_for_later(unit_check, unit, options)
+        if compiled is not None:    # its run comes in the second round (nxc/gates/command.py)
+            r = result(unit.items[0], Status.PASS, front_end_seconds=front_end, modules=modules)
+            r.plan, r.recompiled = BUILT, [display_path(p) for p in compiled]
+            r.checked_bodies = [display_path(p) for p in unit_check.checked_order]
+            r.build_seconds = time.perf_counter() - t0
+            r.seconds = front_end + r.build_seconds
+            return [r]
     results = []
     for item in unit.items:
         item.kind = kind
@@ -179,6 +190,27 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
         record_unit_passes(closure, kind, warnings, results, options)
     return results
+
+
+# The `plan` of a first round's result: the unit's objects were built, its
+# gate was not run; never reported, its figures are added to the second
+# round's result of the same item (nxc/gates/command.py).
+BUILT = "built"
+
+
+def built_for_later(unit_check: "UnitCheck", unit: Unit, options: Options) -> list | None:
+    """Build what the unit's gate needs to run later from records, without
+    linking or running it (Backend.build_objects): the modules compiled;
+    None: run it now. A failure to build is not reported here: the gate
+    then runs now, and its build reports it."""
+    from nxc.backend.registry import backend_for
+    if len(unit.items) != 1 or unit_check.emitted is None:
+        return None
+    try:
+        return backend_for(unit.items[0].backend, checked=options.checked).build_objects(
+            unit_check.emitted, opt=options.opt, use_cache=options.use_cache)
+    except Exception:  # noqa: BLE001 - said by the build of the run now
+        return None
 
 
 @dataclass
@@ -344,6 +376,7 @@ def fill_result(outcome, program, options: Options, r: Result, key: str | None =
     r.build_cached = outcome.build_cached
     r.recompiled = [display_path(p) for p in outcome.recompiled]
     r.relinked = outcome.relinked
+    r.host = outcome.host
     r.build_seconds = outcome.build_seconds + emit_seconds
     r.status = outcome.status
     r.value = outcome.value
@@ -401,6 +434,7 @@ def compile_library(program, backend: str, options: Options, r: Result, emitted=
     r.build_cached = prepared.build_cached
     r.recompiled = [display_path(p) for p in getattr(prepared.built, "recompiled", ())]
     r.relinked = getattr(prepared.built, "relinked", None)
+    r.host = getattr(prepared.built, "host", None)
     if prepared.build_cached is None:       # nothing cached: generating is the build
         r.build_seconds += prepared.emit_seconds + prepared.build_seconds
     else:

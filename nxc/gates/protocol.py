@@ -86,6 +86,9 @@ class Outcome:
     # build compiled, and whether it linked the library (False: a cached link).
     recompiled: tuple = ()
     relinked: bool | None = None
+    # The link key of the library it ran from when that was linked for
+    # another gate that imports it (nxc/backend/c/hosts.py); None: its own.
+    host: str | None = None
     # The files the gate asked sys_file_open for, in order: ((path, opened), ...);
     # None: not known (its pass is then not cached: nxc/incremental/inputs.py).
     files: tuple | None = None

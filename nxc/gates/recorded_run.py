@@ -26,7 +26,7 @@ import mmap
 import time
 
 from nxc.gates.collect import Unit
-from nxc.gates.execute import Options, Result, fill_result, record, record_unit_passes, run_unit
+from nxc.gates.execute import BUILT, Options, Result, fill_result, record, record_unit_passes, run_unit
 from nxc.gates.protocol import Outcome, Status
 from nxc.incremental import plan
 
@@ -40,9 +40,12 @@ def run_unit_planned(unit: Unit, options: Options) -> list[Result]:
     except Exception as exc:  # noqa: BLE001 - a bug in the planner: the full path decides, and it is said
         decision = plan.Decision(plan.FULL, f"internal error in the planner: {type(exc).__name__}: {exc}")
     if decision.path == plan.RECORDED:
+        if unit.run_later:          # nothing to build: it runs in the second round (nxc/gates/command.py)
+            item = unit.items[0]
+            return [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
         results = _run_recorded(unit, options, backend, decision)
         if results is not None:
-            return _planned(results, decision.path, decision.reason)
+            return _planned(results, decision.path, "; ".join(filter(None, [decision.reason, unit.plan_reason])))
         decision = plan.Decision(plan.FULL, "linked from records, the gate did not pass: run again on the "
                                             "full path, whose checked program explains it")
     reason = "; ".join(filter(None, [unit.plan_reason, decision.reason]))
@@ -51,7 +54,8 @@ def run_unit_planned(unit: Unit, options: Options) -> list[Result]:
 
 def _planned(results: list[Result], path: str, reason: str) -> list[Result]:
     for r in results:
-        r.plan, r.plan_reason = path, reason
+        if r.plan != BUILT:         # a first round's: its plan says so (command.py holds it)
+            r.plan, r.plan_reason = path, reason
     return results
 
 
@@ -73,6 +77,7 @@ def _run_recorded(unit: Unit, options: Options, backend, decision) -> list[Resul
     else:
         gate = backend.link_recorded(link, checked=options.checked, opt=options.opt)
         r.build_seconds, r.build_cached, r.relinked = gate.build_seconds, not gate.relinked, gate.relinked
+        r.host = gate.host
         t0 = time.perf_counter()
         started = time.time_ns()
         ended, stack = _run_child(gate, options)
@@ -83,7 +88,7 @@ def _run_recorded(unit: Unit, options: Options, backend, decision) -> list[Resul
             else:
                 outcome = Outcome(Status.MEMORY_LIMIT, message=f"the gate used {ended.message}")
             fill_result(dataclasses.replace(outcome, seconds=r.run_seconds, build_seconds=r.build_seconds,
-                                            build_cached=r.build_cached, relinked=r.relinked,
+                                            build_cached=r.build_cached, relinked=r.relinked, host=r.host,
                                             output=ended.output or "", checked=options.checked),
                         None, options, r)
             r.seconds = time.perf_counter() - start

@@ -77,7 +77,7 @@ def run_gate(program, backend: str = "c", opt: str = "2", use_cache: bool = True
                                build_seconds=getattr(built, "seconds", prepared.build_seconds),
                                build_cached=prepared.build_cached, output=ended.output,
                                recompiled=tuple(getattr(built, "recompiled", ())),
-                               relinked=getattr(built, "relinked", None),
+                               relinked=getattr(built, "relinked", None), host=getattr(built, "host", None),
                                checked=getattr(prepared.emitted, "checked", None) if backend == "c" else None)
 
 

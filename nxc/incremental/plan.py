@@ -153,6 +153,12 @@ def plan_in_worker(unit, options, backend) -> Decision:
                     link=link, warnings=warnings)
 
 
+def may_run_later(unit, options, backend) -> bool:
+    """Whether the unit's gate can be built in one round and run from records
+    in a later one (build_order's `later`). backend: that of its one item."""
+    return len(unit.items) == 1 and _not_recordable(unit, options, backend) is None
+
+
 def _not_recordable(unit, options, backend) -> str | None:
     if options.soft_f32:
         return "--soft-f32 takes the full path"
@@ -233,13 +239,21 @@ class BuildOrder:
     units: list                                     # in rank order
     waits: dict = field(default_factory=dict)       # unit path -> {unit paths it waits for}
     reasons: dict = field(default_factory=dict)     # unit path -> a few words
+    later: set = field(default_factory=set)         # unit paths run in the second round (`build_order`)
 
 
-def build_order(units: list, first=lambda unit: False) -> BuildOrder:
+def build_order(units: list, first=lambda unit: False, later=lambda unit: False) -> BuildOrder:
     """The BuildOrder of `units` (Unit.indexed: the index's view of each
     closure; a unit without one waits for nothing and is waited for by the
     units whose closures name it). first(unit): true for units that go
-    before all others whatever they wait for (--ff: the last failures)."""
+    before all others whatever they wait for (--ff: the last failures).
+
+    later(unit): true for a unit whose gate may run from another gate's
+    library (a C gate whose run can be planned from records). Such a unit
+    that others of the run import builds its objects and records in the
+    first round, in this order, and runs in a second round, after every
+    gate that imports it has been linked, from one of their libraries
+    (nxc/backend/c/hosts.py): one link serves many gates."""
     by_real = {os.path.realpath(u.path): u for u in units}
     waits: dict[str, set] = {}
     fan_in = {u.path: 0 for u in units}
@@ -255,12 +269,24 @@ def build_order(units: list, first=lambda unit: False) -> BuildOrder:
     ranked = sorted(units, key=lambda u: (not first(u), -fan_in[u.path], -len(u.indexed or ()),
                                           -_file_size(u.path)))
     reasons = {}
+    deferred = {u.path for u in units if fan_in[u.path] and not first(u) and later(u)}
     for u in units:
         n, m = len(waits[u.path]), fan_in[u.path]
         if n or m:
             reasons[u.path] = (f"built after the {n} unit{'s' if n != 1 else ''} of its closure"
-                               + (f", before {m} whose closure{'s hold' if m != 1 else ' holds'} it" if m else ""))
-    return BuildOrder(ranked, waits, reasons)
+                               + (f", before {m} whose closure{'s hold' if m != 1 else ' holds'} it" if m else "")
+                               + ("; run after them, from one of their libraries" if u.path in deferred else ""))
+    return BuildOrder(ranked, waits, reasons, deferred)
+
+
+def second_round(order: BuildOrder, reported) -> list:
+    """The units of `order.later` that the first round built without running
+    (reported(unit): its results came in), biggest closure first: each
+    runs from the library of a gate that imports it, which the first round
+    linked."""
+    left = [u for u in order.units if u.path in order.later and not reported(u)]
+    left.sort(key=lambda u: -len(u.indexed or ()))
+    return left
 
 
 def _file_size(path: str) -> int:

@@ -106,6 +106,11 @@ class CBackend(base.Backend):
         from nxc.backend.c.recorded import RecordedGate
         return RecordedGate(link, checked, opt)
 
+    def build_objects(self, emitted, *, opt: str = "2", use_cache: bool = True) -> list | None:
+        if not use_cache or not isinstance(emitted, _objects().LinkedC):
+            return None
+        return _objects().build_objects(emitted, opt)
+
     def build_identity(self, opt: str) -> str:
         import importlib.machinery
 
@@ -144,6 +149,7 @@ class CLoaded(base.Loaded):
         super().__init__(program, emitted, built)
         self.checked = bool(getattr(emitted, "checked", False))
         self._opened = None
+        self._host_sites = None
         # A gate's linked library is opened in this process only when it is
         # used here: a gate run through the gate host (nxc/gates/host.py) is
         # opened by the host's child alone, so a worker does not map every
@@ -158,11 +164,27 @@ class CLoaded(base.Loaded):
         if self._opened is None:
             lib, ffi = c_build.load(self.built)
             if isinstance(self.built, _objects().Linked):
-                bind_linked(lib, self.emitted.binding)
+                bind_linked(lib, self.binding)
             self._opened = (lib, ffi)
             if self.threads != 1:
                 lib.nxc_set_threads(self.threads)
         return self._opened
+
+    @property
+    def binding(self):
+        """What the loader binds: the gate's own link plan, or the library's
+        that hosts it (a gate run from an importer's library: nxc/backend/c/hosts.py)."""
+        hosted = getattr(self.built, "binding", None)
+        return hosted if hosted is not None else self.emitted.binding
+
+    @property
+    def sites(self):
+        """The sites of the library that runs, by id (the host's when hosted)."""
+        if getattr(self.built, "host", None) is not None:
+            if self._host_sites is None:
+                self._host_sites = _objects().site_table(self.built.site_keys)
+            return self._host_sites
+        return self.emitted.sites
 
     @property
     def lib(self):
@@ -178,7 +200,7 @@ class CLoaded(base.Loaded):
         the library is not a plain shared library (an API-mode extension)."""
         if getattr(self.built, "abi_cdef", None) is None:
             return None
-        binding = getattr(self.emitted, "binding", None) if isinstance(self.built, _objects().Linked) else None
+        binding = self.binding if isinstance(self.built, _objects().Linked) else None
         return gate_child.GateJob(self.built.path, None if binding is None else tuple(binding.bases),
                                   None if binding is None else binding.root, self.checked,
                                   self.emitted.capture_slots, FAULT_INFO_WORDS, self.threads)
@@ -197,7 +219,7 @@ class CLoaded(base.Loaded):
 
     def _worded_fault(self, info: list, trap_site: int, frames: list):
         """(message, innermost site index, stack) from the numbers the runtime recorded."""
-        sites = self.emitted.sites
+        sites = self.sites
         if info[0] != faults.F_NONE:
             site = int(info[7])
             text = faults.describe(info, sites, arg_name=self._arg_name)
@@ -216,11 +238,11 @@ class CLoaded(base.Loaded):
         frames = faults.read_mirror(self._page)
         self._page.close()
         self._page = None
-        return faults.stack_from(frames, self.emitted.sites)
+        return faults.stack_from(frames, self.sites)
 
     def stack_in(self, page) -> tuple:
         """The .nx stack a stopped child mirrored into `page` (the gate host's)."""
-        return faults.stack_from(faults.read_mirror(page), self.emitted.sites) if self.checked else ()
+        return faults.stack_from(faults.read_mirror(page), self.sites) if self.checked else ()
 
     def set_threads(self, n: int) -> None:
         super().set_threads(n)
@@ -253,14 +275,14 @@ class CLoaded(base.Loaded):
             return base.no_gate(self.name)
         if kind == "trap":
             message, k, stack = self._worded_fault(*raw[1:])
-            s = site_at(self.emitted.sites, k)
+            s = site_at(self.sites, k)
             if s is None:
                 return base.trapped(self.program, None, 0, 0, "", self.name, message=message, stack=stack)
             return base.trapped(self.program, s.path, s.line, s.col, s.what, self.name, message=message,
                                 stack=stack)
         if kind == "unbound":
             count, bound, failed = raw[1:]
-            raise c_build.BuildError(unbound_message(count, bound, len(self.emitted.binding.bases), failed))
+            raise c_build.BuildError(unbound_message(count, bound, len(self.binding.bases), failed))
         if kind != "returned":
             raise ValueError(f"a gate's child reported {kind!r}")
         value, site, mask, raw_slots, files = raw[1:]
@@ -334,7 +356,7 @@ class CLoaded(base.Loaded):
         if self.lib.nxc_probe(self.ffi.cast("void *", address), size, align) != 0:
             info = self.ffi.new(f"int64_t[{FAULT_INFO_WORDS}]")
             self.lib.nxc_fault_info(info)
-            raise NxRuntimeError(f"runtime error: {faults.describe(list(info), self.emitted.sites, what=what)}")
+            raise NxRuntimeError(f"runtime error: {faults.describe(list(info), self.sites, what=what)}")
 
     def read(self, address: int, t: Type, what: str | None = None):
         if address == 0:

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from nxc.backend.c import build as c_build
-from nxc.backend.c import toolchain
+from nxc.backend.c import hosts, toolchain
+from nxc.backend.c.toolchain import link_flags
 from nxc.backend.c.closure import import_closure
 from nxc.backend.c.facts import ProgramFacts
 from nxc.backend.c.names import module_c_id, module_c_id_of
@@ -60,7 +61,7 @@ from nxc.deep import deep
 from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
 from nxc.incremental.records import RECORD_LISTS, write_gate_record
 from nxc.cache import (cache_dir, parts_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       mark_used, present, read_sealed_json, stamped, write_atomically, write_sealed_json)
+                       mark_used, present, read_sealed_json, stamped, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.effects import recorded
 from nxc.lower.plan import plan_program
@@ -103,8 +104,12 @@ def link_key(object_keys: list[str], runtime_key: str, binding_text: str, opt: s
     """The key of a gate's library: what it links, in link order, how, and
     what its loader binds (`Binding.text`: one library per gate, although the
     binding is not in the library's bytes)."""
-    return _digest("link", runtime_key, binding_text, " ".join([*c_build.flags_for(opt), *link_flags()]),
-                   *object_keys)[:24]
+    return _digest("link", runtime_key, binding_text, link_flags_text(opt), *object_keys)[:24]
+
+
+def link_flags_text(opt: str) -> str:
+    """The flags a library of configuration `opt` is linked with."""
+    return " ".join([*c_build.flags_for(opt), *link_flags()])
 
 
 def object_flags(opt: str) -> list[str]:
@@ -570,37 +575,6 @@ def _compile_header(target: str, checked: bool, opt: str) -> None:
         publish(out_tmp, target)
 
 
-# ---- the linker ----
-@lru_cache(maxsize=1)
-def link_flags() -> tuple[str, ...]:
-    """`-fuse-ld=gold` when the compiler can link with gold: a gate links 20-60
-    objects, which gold does in about two thirds of the CPU time of ld.bfd
-    (docs/build.md). Asked once per compiler and gold binary, remembered in
-    the cache folder (a process start of its own would cost what it saves)."""
-    gold = shutil.which("ld.gold")
-    if gold is None or os.environ.get("NXC_NO_GOLD", "") not in ("", "0"):
-        return ()
-    cc = tuple(c_build.compiler())
-    try:
-        st = os.stat(gold)
-    except OSError:
-        return ()
-    memo = os.path.join(cache_dir(), "c", "ld-" + _digest(c_build.compiler_identity(cc), gold, str(st.st_size),
-                                                          str(st.st_mtime_ns))[:16] + ".txt")
-    try:
-        with open(memo, encoding="utf-8") as f:
-            return tuple(f.read().split())
-    except OSError:
-        pass
-    try:
-        proc = subprocess.run([*cc, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=60)
-        found = ("-fuse-ld=gold",) if proc.returncode == 0 and "gold" in proc.stdout.lower() else ()
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    write_atomically(memo, " ".join(found).encode("utf-8"))
-    return found
-
-
 def _run_compiler(cmd: list[str], direct: list[list[str]] | None = None) -> None:
     """Run the driver command `cmd`, or the commands `direct` that do the same
     without the driver (toolchain.py), one after the other. A failure names
@@ -658,9 +632,27 @@ def ensure_runtime(checked: bool, opt: str, use_cache: bool = True) -> tuple[str
 # ---- the link ----
 @dataclass
 class Linked(c_build.Built):
-    """A gate's library, and what building it took."""
+    """A gate's library, and what building it took. `host`: the link key of
+    another gate's library that holds every object this gate needs, which it
+    runs from (nxc/backend/c/hosts.py); `binding` and `site_keys` are then
+    that library's, with this gate's main as the gate."""
     recompiled: list = field(default_factory=list)      # module paths whose objects were compiled now
     relinked: bool = False                              # the library was linked now
+    host: str | None = None
+    binding: Binding | None = None
+    site_keys: tuple = ()
+
+
+def hosted_binding(host: hosts.Host, root: str) -> Binding:
+    """The binding of gate `root` (its module's C id) run from library `host`."""
+    return Binding(tuple((m, (k + 1) << SITE_BITS) for k, m in enumerate(host.ids)), root)
+
+
+def site_table(site_keys) -> SiteTable:
+    """The sites of a library linking objects `site_keys` in order (ordinals
+    from 1), each table read from beside its object when first asked for."""
+    loaders = {k: (lambda key=key: read_sites(key) or []) for k, key in enumerate(site_keys, 1)}
+    return SiteTable([], loaders, SITE_BITS)
 
 
 _link_writes = 0
@@ -676,7 +668,7 @@ def build_gate(linked: LinkedC, opt: str = "2", use_cache: bool = True) -> Linke
 
 def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     start = time.perf_counter()
-    units, _, _, key = linked.plan(opt)
+    units, binding, rt, key = linked.plan(opt)
     target, name = library_path(key)
     cdef = "\n".join(GATE_CDEF + LINK_CDEF)
     if use_cache and present(target):
@@ -685,6 +677,28 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
                 os.utime(target)
             return Linked(target, name, True, time.perf_counter() - start, cdef)
         discard(target)
+    unit_keys = [u.key for u in units]
+    host = hosts.find_host(unit_keys, binding.bases, binding.root, rt, link_flags_text(opt),
+                           library_path) if use_cache else None
+    if host is not None:            # a library linked for an importer holds all of it: nothing to build
+        write_gate_record(*linked.gate_record())
+        return Linked(host.path, host.name, True, time.perf_counter() - start, cdef, host=host.key,
+                      binding=hosted_binding(host, binding.root), site_keys=host.site_keys)
+    objects, recompiled, runtime = _ensure_objects(linked, units, opt, use_cache)
+    # Nothing is compiled for the gate itself: its main is in its module's
+    # object, the entry points are the runtime's, and the site bases and which
+    # main runs are set when the library is loaded (Binding). After a body edit
+    # of an imported module, linking again is the linker alone.
+    link_library(target, [*objects, runtime], opt)
+    if use_cache:
+        write_gate_record(*linked.gate_record())
+        hosts.note_library(key, unit_keys, binding.bases, rt, link_flags_text(opt))
+    return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
+
+
+def _ensure_objects(linked: LinkedC, units: list, opt: str, use_cache: bool) -> tuple[list, list, str]:
+    """(the objects of `units`, the module paths of those compiled now, the
+    runtime's object), each compiled unless it is in the cache."""
     recompiled = []
     objects = []
     for unit in units:
@@ -693,14 +707,18 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         if compiled:
             recompiled.append(unit.module.source.path)
     runtime, _ = ensure_runtime(linked.checked, opt, use_cache)
-    # Nothing is compiled for the gate itself: its main is in its module's
-    # object, the entry points are the runtime's, and the site bases and which
-    # main runs are set when the library is loaded (Binding). After a body edit
-    # of an imported module, linking again is the linker alone.
-    link_library(target, [*objects, runtime], opt)
-    if use_cache:
-        write_gate_record(*linked.gate_record())
-    return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
+    return objects, recompiled, runtime
+
+
+def build_objects(linked: LinkedC, opt: str = "2") -> list[str]:
+    """What a later run of the gate from records needs (nxc/backend/c/recorded.py):
+    its objects and its gate record; nothing linked (CBackend.build_objects).
+    The module paths whose objects were compiled now."""
+    units, _, _, key = linked.plan(opt)
+    target, _ = library_path(key)
+    recompiled = [] if present(target) and stamped(target) else _ensure_objects(linked, units, opt, True)[1]
+    write_gate_record(*linked.gate_record())
+    return recompiled
 
 
 def library_path(key: str) -> tuple[str, str]:

@@ -32,7 +32,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from nxc.backend.c import faults, gate_child, objects
+from nxc.backend.c import faults, gate_child, hosts, objects
 from nxc.backend.c.emit import FAULT_INFO_WORDS
 from nxc.backend.c.sites import SiteTable
 from nxc.cache import present, stamped
@@ -51,8 +51,7 @@ class RecordedLink:
 
     def sites(self) -> SiteTable:
         """The link's sites by id, as LinkedC.sites, each table read from beside its object when first asked for."""
-        loaders = {k: (lambda key=key: objects.read_sites(key) or []) for k, key in enumerate(self.site_keys, 1)}
-        return SiteTable([], loaders, objects.SITE_BITS)
+        return objects.site_table(self.site_keys)
 
 
 def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, list[str]],
@@ -101,14 +100,23 @@ class RecordedGate:
     def __init__(self, link: RecordedLink, checked: bool, opt: str):
         t0 = time.perf_counter()
         target, _ = objects.library_path(link.key)
-        self.relinked = not (present(target) and stamped(target))
-        if self.relinked:
-            runtime, _ = objects.ensure_runtime(checked, opt)
-            objects.link_library(target, [*link.objects, runtime], opt)
+        binding, self.site_keys, self.host = link.binding, link.site_keys, None
+        self.relinked = False
+        if not (present(target) and stamped(target)):
+            host = hosts.find_host(link.site_keys, link.binding.bases, link.binding.root, link.runtime_key,
+                                   objects.link_flags_text(opt), objects.library_path)
+            if host is not None:        # an importer's library holds all of it (nxc/backend/c/hosts.py)
+                target, self.site_keys, self.host = host.path, host.site_keys, host.key
+                binding = objects.hosted_binding(host, link.binding.root)
+            else:
+                runtime, _ = objects.ensure_runtime(checked, opt)
+                objects.link_library(target, [*link.objects, runtime], opt)
+                hosts.note_library(link.key, link.site_keys, link.binding.bases, link.runtime_key,
+                                   objects.link_flags_text(opt))
+                self.relinked = True
         self.build_seconds = time.perf_counter() - t0
         self.link, self.checked = link, checked
-        self.job = gate_child.GateJob(target, tuple(link.binding.bases), link.binding.root, checked, 0,
-                                      FAULT_INFO_WORDS)
+        self.job = gate_child.GateJob(target, tuple(binding.bases), binding.root, checked, 0, FAULT_INFO_WORDS)
 
     def run_child(self, page) -> tuple:
         """In the gate's child: run it (gate_child.run), the shadow stack mirrored into `page`."""
@@ -116,7 +124,8 @@ class RecordedGate:
 
     def stack_of(self, page) -> tuple:
         """The .nx stack a stopped child mirrored into `page` (checked builds)."""
-        return faults.stack_from(faults.read_mirror(page), self.link.sites()) if self.checked and page else ()
+        return faults.stack_from(faults.read_mirror(page), objects.site_table(self.site_keys)) \
+            if self.checked and page else ()
 
     @staticmethod
     def passed(raw: tuple) -> tuple[bool, tuple | None]:
