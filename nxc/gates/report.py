@@ -186,7 +186,9 @@ class Reporter:
                 n = len(r.recompiled)
                 build += f" (linked; {n} module object{'s' if n != 1 else ''} compiled)"
             elif r.host:            # nothing linked for it: an importer's library holds all it needs
-                build += f" (run from the library linked for a gate that imports it, {r.host[:12]})"
+                n = len(r.recompiled)
+                build += (f" ({n} module object{'s' if n != 1 else ''} compiled; run from the library linked "
+                          f"for a gate that imports it, {r.host[:12]})")
             indent = " " * (2 * self.width + 4)
             line += f"\n{indent}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
             if r.plan:              # which path the planner took, and why (nxc/incremental/plan.py)

@@ -273,8 +273,9 @@ def build_order(units: list, first=lambda unit: False, later=lambda unit: False)
     for u in units:
         n, m = len(waits[u.path]), fan_in[u.path]
         if n or m:
-            reasons[u.path] = (f"built after the {n} unit{'s' if n != 1 else ''} of its closure"
-                               + (f", before {m} whose closure{'s hold' if m != 1 else ' holds'} it" if m else "")
+            after = f"after the {n} unit{'s' if n != 1 else ''} of its closure" if n else ""
+            before = f"before {m} whose closure{'s hold' if m != 1 else ' holds'} it" if m else ""
+            reasons[u.path] = ("built " + ", ".join(filter(None, [after, before]))
                                + ("; run after them, from one of their libraries" if u.path in deferred else ""))
     return BuildOrder(ranked, waits, reasons, deferred)
 
