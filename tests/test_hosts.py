@@ -13,13 +13,12 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from nxc.backend.c import hosts, objects
 from nxc.cache import seal, write_atomically
+from tree_support import nxc_test_results, write_settled
 
 FILES = {
     "leaf.nx": """func leaf_add(x: i64) -> i64 {
@@ -59,20 +58,9 @@ func main() -> i64 {
 }
 
 
-def _write(tree, files: dict) -> None:
-    for name, text in files.items():
-        (tree / name).write_text(text, encoding="utf-8")
-        # the module index does not trust a stat taken within 2 s of a change (keys.RACY_NS)
-        old = os.stat(tree / name).st_mtime - 10
-        os.utime(tree / name, (old, old))
-
-
 def _run(tree, cache: str, *args: str) -> dict[str, dict]:
-    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree), "--json", *args],
-                          capture_output=True, text=True, cwd=str(tree), env=dict(os.environ, NXC_CACHE_DIR=cache))
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = {os.path.basename(r["id"])[:-3]: r for r in events if r.get("event") == "result"}
-    assert len(results) == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    results, output = nxc_test_results(tree, cache, *args)
+    assert len(results) == 4, output
     return results
 
 
@@ -88,7 +76,7 @@ def _report(r: dict) -> tuple:
 def test_gates_imported_by_others_run_from_an_importers_library(tmp_path):
     tree = tmp_path / "t"
     tree.mkdir()
-    _write(tree, FILES)
+    write_settled(tree, FILES)
     cache = str(tmp_path / "cache")
     results = _run(tree, cache, "-j", "2")
     assert all(r["passed"] for r in results.values()), results
@@ -116,7 +104,7 @@ def test_gates_imported_by_others_run_from_an_importers_library(tmp_path):
 def test_a_gate_run_from_an_importers_library_reports_as_from_its_own(tmp_path, change, status):
     tree = tmp_path / "t"
     tree.mkdir()
-    _write(tree, {**FILES, "leaf.nx": FILES["leaf.nx"].replace("if leaf_add(1) != 2 { return 1 }", change)})
+    write_settled(tree, {**FILES, "leaf.nx": FILES["leaf.nx"].replace("if leaf_add(1) != 2 { return 1 }", change)})
     hosted = _run(tree, str(tmp_path / "cache"), "-j", "2")["leaf"]
     own = _run(tree, str(tmp_path / "own"), "-j", "1")["leaf"]
     assert hosted["host"] and own["host"] is None
@@ -157,12 +145,13 @@ def _find(keys=KEYS[:2], ids=IDS[:2], root="m_b", runtime=RUNTIME, flags=FLAGS):
     return hosts.find_host(keys, _bases(ids), root, runtime, flags, objects.library_path)
 
 
-def test_a_library_holding_every_object_hosts_the_gate(library):
+def test_a_library_holding_every_object_hosts_the_gate(library, monkeypatch):
     link_key, path = library
     host = _find()
     assert host is not None and host.key == link_key and host.path == path
     assert host.ids == tuple(IDS) and host.site_keys == tuple(KEYS)
-    binding = objects.hosted_binding(host, "m_b")
+    monkeypatch.setattr(objects, "link_flags_text", lambda opt: FLAGS)
+    _, binding = objects.find_host(KEYS[:2], objects.Binding(_bases(IDS[:2]), "m_b"), RUNTIME, "2")
     assert binding.root == "m_b" and binding.bases == _bases(IDS)
 
 

@@ -434,7 +434,6 @@ def compile_library(program, backend: str, options: Options, r: Result, emitted=
     r.build_cached = prepared.build_cached
     r.recompiled = [display_path(p) for p in getattr(prepared.built, "recompiled", ())]
     r.relinked = getattr(prepared.built, "relinked", None)
-    r.host = getattr(prepared.built, "host", None)
     if prepared.build_cached is None:       # nothing cached: generating is the build
         r.build_seconds += prepared.emit_seconds + prepared.build_seconds
     else:

@@ -643,9 +643,18 @@ class Linked(c_build.Built):
     site_keys: tuple = ()
 
 
-def hosted_binding(host: hosts.Host, root: str) -> Binding:
-    """The binding of gate `root` (its module's C id) run from library `host`."""
-    return Binding(tuple((m, (k + 1) << SITE_BITS) for k, m in enumerate(host.ids)), root)
+def find_host(object_keys: list[str], binding: Binding, runtime: str, opt: str) -> tuple | None:
+    """(a library in the cache holding every one of a gate's `object_keys`,
+    the binding that runs the gate from it), or None (nxc/backend/c/hosts.py)."""
+    host = hosts.find_host(object_keys, binding.bases, binding.root, runtime, link_flags_text(opt), library_path)
+    if host is None:
+        return None
+    return host, Binding(tuple((m, (k + 1) << SITE_BITS) for k, m in enumerate(host.ids)), binding.root)
+
+
+def note_linked(key: str, object_keys: list[str], binding: Binding, runtime: str, opt: str) -> None:
+    """Index library `key`, just linked, for the gates it can host."""
+    hosts.note_library(key, object_keys, binding.bases, runtime, link_flags_text(opt))
 
 
 def site_table(site_keys) -> SiteTable:
@@ -678,12 +687,12 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
             return Linked(target, name, True, time.perf_counter() - start, cdef)
         discard(target)
     unit_keys = [u.key for u in units]
-    host = hosts.find_host(unit_keys, binding.bases, binding.root, rt, link_flags_text(opt),
-                           library_path) if use_cache else None
-    if host is not None:            # a library linked for an importer holds all of it: nothing to build
+    found = find_host(unit_keys, binding, rt, opt) if use_cache else None
+    if found is not None:           # a library linked for an importer holds all of it: nothing to build
+        host, hosted = found
         write_gate_record(*linked.gate_record())
         return Linked(host.path, host.name, True, time.perf_counter() - start, cdef, host=host.key,
-                      binding=hosted_binding(host, binding.root), site_keys=host.site_keys)
+                      binding=hosted, site_keys=host.site_keys)
     objects, recompiled, runtime = _ensure_objects(linked, units, opt, use_cache)
     # Nothing is compiled for the gate itself: its main is in its module's
     # object, the entry points are the runtime's, and the site bases and which
@@ -692,7 +701,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     link_library(target, [*objects, runtime], opt)
     if use_cache:
         write_gate_record(*linked.gate_record())
-        hosts.note_library(key, unit_keys, binding.bases, rt, link_flags_text(opt))
+        note_linked(key, unit_keys, binding, rt, opt)
     return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
 
 

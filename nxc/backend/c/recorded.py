@@ -32,7 +32,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from nxc.backend.c import faults, gate_child, hosts, objects
+from nxc.backend.c import faults, gate_child, objects
 from nxc.backend.c.emit import FAULT_INFO_WORDS
 from nxc.backend.c.sites import SiteTable
 from nxc.cache import present, stamped
@@ -103,16 +103,14 @@ class RecordedGate:
         binding, self.site_keys, self.host = link.binding, link.site_keys, None
         self.relinked = False
         if not (present(target) and stamped(target)):
-            host = hosts.find_host(link.site_keys, link.binding.bases, link.binding.root, link.runtime_key,
-                                   objects.link_flags_text(opt), objects.library_path)
-            if host is not None:        # an importer's library holds all of it (nxc/backend/c/hosts.py)
+            found = objects.find_host(link.site_keys, link.binding, link.runtime_key, opt)
+            if found is not None:       # an importer's library holds all of it (nxc/backend/c/hosts.py)
+                host, binding = found
                 target, self.site_keys, self.host = host.path, host.site_keys, host.key
-                binding = objects.hosted_binding(host, link.binding.root)
             else:
                 runtime, _ = objects.ensure_runtime(checked, opt)
                 objects.link_library(target, [*link.objects, runtime], opt)
-                hosts.note_library(link.key, link.site_keys, link.binding.bases, link.runtime_key,
-                                   objects.link_flags_text(opt))
+                objects.note_linked(link.key, link.site_keys, link.binding, link.runtime_key, opt)
                 self.relinked = True
         self.build_seconds = time.perf_counter() - t0
         self.link, self.checked = link, checked
