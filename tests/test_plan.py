@@ -15,18 +15,12 @@ from types import SimpleNamespace
 
 from nxc.gates.execute import Options
 from nxc.incremental import plan
+from tree_support import write_settled
 
 FILES = {
     "leaf.nx": "func f(x: i64) -> i64 {\n    if x > 100 { return x }\n    return x + 1\n}\n",
     "top.nx": 'import "leaf.nx"\nfunc main() -> i64 {\n    if f(3) != 4 { return 1 }\n    return 0\n}\n',
 }
-
-
-def _write(tree, files: dict) -> None:
-    for name, text in files.items():
-        (tree / name).write_text(text, encoding="utf-8")
-        old = os.stat(tree / name).st_mtime - 10        # older than the index's racy window
-        os.utime(tree / name, (old, old))
 
 
 def _run(tree, cache: str, *args: str) -> tuple[dict[str, dict], str]:
@@ -44,7 +38,7 @@ def _run(tree, cache: str, *args: str) -> tuple[dict[str, dict], str]:
 def test_each_result_says_which_path_its_unit_took_and_why(tmp_path):
     tree = tmp_path / "t"
     tree.mkdir()
-    _write(tree, FILES)
+    write_settled(tree, FILES)
     cache = str(tmp_path / "cache")
     cold, _ = _run(tree, cache)
     assert {r["plan"] for r in cold.values()} == {"full"}
@@ -56,7 +50,7 @@ def test_each_result_says_which_path_its_unit_took_and_why(tmp_path):
     assert "passed before under unit key u-" in warm["top"]["plan_reason"]
     assert "path: cached: passed before under unit key" in text
 
-    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
     edited, text = _run(tree, cache)
     # the leaf was checked again (edited: no interface digest or verdict yet);
     # the gate above it was then linked from records

@@ -11,10 +11,9 @@ trusted; the warnings shown are the full path's.
 """
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
+
+from tree_support import nxc_test_results, write_settled
 
 FILES = {
     "leaf.nx": """type count = i64
@@ -40,29 +39,16 @@ func main() -> i64 {
 }
 
 
-def _write(tree, files: dict) -> None:
-    for name, text in files.items():
-        (tree / name).write_text(text, encoding="utf-8")
-        # the module index does not trust a stat taken within 2 s of a change
-        # (nxc/incremental/keys.py, RACY_NS): date the files back so the next run trusts them
-        old = os.stat(tree / name).st_mtime - 10
-        os.utime(tree / name, (old, old))
-
-
 def _results(tree, cache: str, *args: str) -> dict[str, dict]:
-    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree), "--json", "-j", "1", *args],
-                          capture_output=True, text=True, cwd=str(tree),
-                          env=dict(os.environ, NXC_CACHE_DIR=cache, NXC_DEBUG_STATS="1"))
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    results = {os.path.basename(r["id"])[:-3]: r for r in events if r.get("event") == "result"}
-    assert results, proc.stdout[-2000:] + proc.stderr[-2000:]
+    results, output = nxc_test_results(tree, cache, "-j", "1", *args, env={"NXC_DEBUG_STATS": "1"})
+    assert results, output
     return results
 
 
 def _tree(tmp_path):
     tree = tmp_path / "t"
     tree.mkdir()
-    _write(tree, FILES)
+    write_settled(tree, FILES)
     return tree, str(tmp_path / "cache")
 
 
@@ -70,7 +56,7 @@ def test_a_body_edit_relinks_and_reruns_the_importing_gate_without_its_front_end
     tree, cache = _tree(tmp_path)
     first = _results(tree, cache)
     assert first["top"]["passed"] and first["top"]["checked_bodies"]      # cold: the full path
-    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
     after = _results(tree, cache)
     top = after["top"]
     assert top["passed"] and not top["cached"], top
@@ -85,7 +71,7 @@ def test_a_body_edit_relinks_and_reruns_the_importing_gate_without_its_front_end
 def test_a_gate_that_fails_after_the_edit_is_reported_by_the_full_path(tmp_path):
     tree, cache = _tree(tmp_path)
     assert _results(tree, cache)["top"]["passed"]
-    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return x + 2")})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return x + 2")})
     top = _results(tree, cache)["top"]
     assert top["status"] == "FAIL" and top["value"] == 1, top
     assert top["checked_bodies"], top                       # the full path explained it
@@ -100,7 +86,7 @@ def test_an_edit_the_checker_sees_but_not_the_c_never_passes_on_records(tmp_path
     which finds mid.nx using a name that no longer exists."""
     tree, cache = _tree(tmp_path)
     assert _results(tree, cache)["top"]["passed"]
-    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("type count", "type number")})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"].replace("type count", "type number")})
     after = _results(tree, cache)
     assert after["top"]["status"] == "COMPILE-ERROR", after["top"]
     assert "count" in after["top"]["report"]
@@ -113,10 +99,10 @@ def test_a_damaged_gate_record_is_not_trusted(tmp_path):
     assert records
     for path in records:
         path.write_bytes(path.read_bytes()[:-2] + b"xx")
-    _write(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"].replace("return x + 1", "return 1 + x")})
     top = _results(tree, cache)["top"]
     assert top["passed"] and top["checked_bodies"], top      # the full path, which writes it again
-    _write(tree, {"leaf.nx": FILES["leaf.nx"]})
+    write_settled(tree, {"leaf.nx": FILES["leaf.nx"]})
     top = _results(tree, cache)["top"]
     assert top["passed"] and top["checked_bodies"] == [], top
 
@@ -124,10 +110,10 @@ def test_a_damaged_gate_record_is_not_trusted(tmp_path):
 def test_the_recorded_path_shows_the_warnings_the_full_path_shows(tmp_path):
     tree, cache = _tree(tmp_path)
     noisy = FILES["leaf.nx"].replace("    return x + 1", "    let unused: i64 = 4\n    return x + 1")
-    _write(tree, {"leaf.nx": noisy})
+    write_settled(tree, {"leaf.nx": noisy})
     full = _results(tree, cache)["top"]
     assert full["passed"] and full["checked_bodies"] and any("unused" in w for w in full["warnings"]), full
-    _write(tree, {"leaf.nx": noisy.replace("return x + 1", "return 1 + x")})
+    write_settled(tree, {"leaf.nx": noisy.replace("return x + 1", "return 1 + x")})
     fast = _results(tree, cache)["top"]
     assert fast["passed"] and fast["checked_bodies"] == [], fast
     assert fast["warnings"] == full["warnings"]
@@ -178,9 +164,9 @@ def test_a_gate_that_hangs_after_the_edit_is_stopped_once_and_located_on_the_rec
     it rather than running the gate a second time for the full path."""
     tree, cache = tmp_path / "t", str(tmp_path / "cache")
     tree.mkdir()
-    _write(tree, {"leaf.nx": LOOP, "top.nx": LOOP_TOP})
+    write_settled(tree, {"leaf.nx": LOOP, "top.nx": LOOP_TOP})
     assert _results(tree, cache, "--timeout", "5")["top"]["passed"]
-    _write(tree, {"leaf.nx": LOOP.replace("i = i + 1", "i = i + 0")})     # same effects: a loop either way
+    write_settled(tree, {"leaf.nx": LOOP.replace("i = i + 1", "i = i + 0")})     # same effects: a loop either way
     top = _results(tree, cache, "--timeout", "1")["top"]
     assert top["status"] == "TIMEOUT" and top["checked_bodies"] == [] and top["relinked"], top
     assert [(os.path.basename(f["file"]), f["function"], f["line"]) for f in top["stack"]][:2] == [
