@@ -73,6 +73,9 @@ def main() -> None:
           f"self user {ms(r0.ru_utime, r1.ru_utime):.1f} sys {ms(r0.ru_stime, r1.ru_stime):.1f}; "
           f"children user {ms(c0.ru_utime, c1.ru_utime):.1f} sys {ms(c0.ru_stime, c1.ru_stime):.1f} ms/gate")
     if profile is not None:
+        if sys.argv[2].endswith(".prof"):       # for pstats or snakeviz later
+            profile.dump_stats(sys.argv[2])
+            return
         stats = pstats.Stats(profile).sort_stats(sys.argv[2])
         stats.print_stats(35)
         if len(sys.argv) > 3:

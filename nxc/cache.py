@@ -316,6 +316,23 @@ _kept: "OrderedDict[str, tuple]" = OrderedDict()       # path -> (name, data): r
 TOUCH_EVERY = 60.0      # seconds (mark_used)
 
 
+def read_bytes(path: str) -> bytes:
+    """The bytes of the file at `path`, with the fewest system calls: open, read
+    to the end, close. Python's open() adds an fstat, an ioctl and two lseeks
+    per file, and a no-change run of 800 gates reads 1,600 files. Raises
+    OSError as open() does."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
 def file_identity(path: str) -> tuple | None:
     """(device, inode, size, mtime_ns) of path, None if it cannot be stat'ed: equal
     identities mean the file was not replaced or rewritten (under the racy-clean rule)."""
@@ -351,8 +368,7 @@ def stamped(path: str) -> bool:
         _stamps.move_to_end(path)
         return True
     try:
-        with open(path + SIDECAR, "rb") as f:
-            recorded = unseal(os.path.basename(path), f.read())
+        recorded = unseal(os.path.basename(path), read_bytes(path + SIDECAR))
         ok = recorded is not None and hmac.compare_digest(recorded, file_digest(path))
     except OSError:
         ok = False
@@ -526,8 +542,7 @@ def read_sealed_json(path: str, name: str, touch: bool = False):
         payload = held[2]
     else:
         try:
-            with open(path, "rb") as f:
-                payload = unseal(name, f.read())
+            payload = unseal(name, read_bytes(path))
         except OSError:
             payload = None
         if payload is None:

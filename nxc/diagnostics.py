@@ -28,10 +28,11 @@ class Pos(NamedTuple):
         return f"{self.file.display}:{self.line}:{self.col}"
 
 
-def display_path(path: str) -> str:
-    """A path as a user would type it: relative to cwd when inside it."""
+def display_path(path: str, cwd: str | None = None) -> str:
+    """A path as a user would type it: relative to cwd when inside it
+    (`cwd`: the current folder, when the caller has it)."""
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, cwd or os.curdir)
     except ValueError:          # another drive (Windows)
         return path
     return path if rel.startswith("..") else rel

@@ -72,7 +72,7 @@ def test_each_result_says_which_path_its_unit_took_and_why(tmp_path):
 
 def test_the_worker_step_says_why_a_unit_is_not_linked_from_records():
     options = Options(read_results=True, record_results=True)
-    unit = SimpleNamespace(path="/t/top.nx", items=[SimpleNamespace(backend="py")], indexed=None)
+    unit = SimpleNamespace(path="/t/top.nx", real="/t/top.nx", items=[SimpleNamespace(backend="py")], indexed=None)
     py = SimpleNamespace(name="py", plans_from_records=False)
     decision = plan.plan_in_worker(unit, options, py)
     assert decision.path == plan.FULL and "no index view of its closure" in decision.reason

@@ -237,6 +237,35 @@ def test_scan_kind_ignores_commented_out_main(tmp_path):
     assert scan_kind(str(p)) == ("library", 0)
     p.write_text("/* header\n */\n\nfunc main() -> i64 {\n    return 0\n}\n")
     assert scan_kind(str(p)) == ("gate", 4)
+    # Read as bytes now: old Mac and Windows line ends still count as the lexer counts them.
+    for end in ("\r", "\r\n"):
+        p.write_bytes(end.join(["// a", "", "func main() -> i64 {", "    return 0", "}", ""]).encode())
+        assert scan_kind(str(p)) == ("gate", 3)
+
+
+def test_collected_items_carry_their_real_paths(tmp_path, monkeypatch):
+    # Collection finds a plain file's real path from its folder's (one
+    # realpath per folder); links still go through realpath, and a module
+    # reached twice is collected once.
+    from nxc.gates.collect import collect, group_units
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "deep").mkdir(parents=True)
+    (elsewhere / "deep" / "b.nx").write_text("func main() -> i64 { return 0 }\n")
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "a.nx").write_text("func f() -> i64 { return 0 }\n")
+    os.symlink(elsewhere / "deep" / "b.nx", tree / "sub" / "link.nx")
+    os.symlink(elsewhere / "deep", tree / "linked_folder")         # os.walk does not follow it
+    os.symlink(tmp_path, tmp_path / "loop")                         # the tree, named through a link
+    monkeypatch.chdir(tmp_path)
+    items = collect(["loop/tree", str(elsewhere)])
+    assert sorted(os.path.basename(it.real) for it in items) == ["a.nx", "b.nx"]    # b.nx once
+    for it in items:
+        assert it.real == os.path.realpath(it.path) and os.path.isabs(it.path)
+    for u in group_units(items):
+        assert u.real == u.items[0].real
+    [a] = [it for it in items if it.real.endswith("a.nx")]
+    assert a.path == str(tmp_path / "loop" / "tree" / "a.nx") and a.display == os.path.join("loop", "tree", "a.nx")
 
 
 # ---- guard operands: recorded while the condition runs, in the C backend ----

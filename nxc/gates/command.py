@@ -103,11 +103,11 @@ def _main(args) -> int:
         items = partition.select(items, part)
     last_failed = results_cache.load_last_failed(run.root)
     if getattr(args, "lf", False) or getattr(args, "ff", False):
-        failed_here = {results_cache.item_key(it.path, it.backend) for it in items} & last_failed
+        failed_here = {results_cache.item_key(it.real, it.backend) for it in items} & last_failed
         if not failed_here:
             run.notes.append(f"--{'lf' if args.lf else 'ff'}: no failures recorded for these items: running all")
         elif args.lf:
-            kept = [it for it in items if results_cache.item_key(it.path, it.backend) in failed_here]
+            kept = [it for it in items if results_cache.item_key(it.real, it.backend) in failed_here]
             run.notes.append(f"--lf: {len(kept)} item{'s' if len(kept) != 1 else ''} that failed last time "
                              f"({len(items) - len(kept)} deselected)")
             items = kept
@@ -157,7 +157,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     units = group_units(items)
     if run.failed_first:
         # --ff: modules holding a last failure first, in collection order (a stable sort).
-        units.sort(key=lambda u: not any(results_cache.item_key(it.path, it.backend) in run.failed_first
+        units.sort(key=lambda u: not any(results_cache.item_key(it.real, it.backend) in run.failed_first
                                          for it in u.items))
     workers = max(1, min(run.jobs, len(units)))
     reporter = Reporter(run.verbosity, run.json, len(items))
@@ -205,7 +205,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
             # round from the library of one of them (one link for many gates).
             from nxc.backend.registry import backend_for
             order = plan.build_order(to_run, first=lambda u: any(
-                results_cache.item_key(it.path, it.backend) in run.failed_first for it in u.items),
+                results_cache.item_key(it.real, it.backend) in run.failed_first for it in u.items),
                 later=lambda u: plan.may_run_later(u, options, backend_for(u.items[0].backend,
                                                                            checked=options.checked)))
             for u in order.units:
@@ -230,7 +230,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     elapsed = time.perf_counter() - start
     order = result_order(items, units)
     covered = sum(r.covers for r in results)
-    remember(run.root, results)
+    remember(run.root, results, {it.display: it.real for it in items})
     reporter.finish(results, order, elapsed, len(items) - covered, stop["early"], interrupted,
                     durations=run.durations, maxfail=run.maxfail, notes=run.notes, stats=run.stats)
     if run.junit_xml:
@@ -259,11 +259,13 @@ def result_order(items: list, units: list) -> list[str]:
     return order
 
 
-def remember(root: str, results: list[Result]) -> None:
-    """Update the project's last-failed list with this round's verdicts."""
+def remember(root: str, results: list[Result], real_of: dict[str, str]) -> None:
+    """Update the project's last-failed list with this round's verdicts
+    (real_of: {item display path, a result's path: real path})."""
     passed, failed = set(), set()
     for r in results:
+        real = real_of.get(r.path) or os.path.realpath(r.path)
         for backend in r.backend.split("+"):
-            (passed if r.passed else failed).add(results_cache.item_key(r.path, backend))
+            (passed if r.passed else failed).add(results_cache.item_key(real, backend))
     results_cache.save_last_failed(root, results_cache.load_last_failed(root), passed, failed)
 

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
-from nxc.cache import cache_dir, seal, unseal, write_atomically
+from nxc.cache import cache_dir, read_bytes, seal, unseal, write_atomically
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.incremental.keys import file_signature, settled, source_digest
-from nxc.syntax import ast
+
+if TYPE_CHECKING:                   # the no-change path never parses: not imported for it (8 ms)
+    from nxc.syntax import ast
 
 FORMAT = "nxc-module-index-2"
 # Entries of files this run did not look at are kept up to this many (a
@@ -61,14 +64,15 @@ class ModuleIndex:
         self._reached: dict[tuple, frozenset | None] = {}
         self._adopted: set[str] = set()     # entries brought up to date by other processes (adopt)
         self.views: dict[tuple, dict] = {}  # the planner's per-run view of each entry (plan._indexed_view)
+        self._stats: dict[str, os.stat_result] = {}    # taken by `stale`, used once by `module`
+        self._real_dirs: dict[str, str] = {}            # {folder: its real path} (loader.resolve_import)
 
     # ---- disk ----
     @classmethod
     def load(cls) -> "ModuleIndex":
         path = index_file()
         try:
-            with open(path, "rb") as f:
-                blob = f.read()
+            blob = read_bytes(path)
         except OSError:
             return cls()
         payload = unseal("index/modules.json", blob)
@@ -106,10 +110,12 @@ class ModuleIndex:
         return entry
 
     def _bring_up_to_date(self, real: str) -> dict | None:
-        try:
-            st = os.stat(real)
-        except OSError:
-            return None
+        st = self._stats.pop(real, None)    # the run's snapshot of the file: one stat, not two
+        if st is None:
+            try:
+                st = os.stat(real)
+            except OSError:
+                return None
         sig = file_signature(st)
         entry = self.entries.get(real)
         self.touched.add(real)
@@ -147,9 +153,10 @@ class ModuleIndex:
         for real in paths:
             entry = self.entries.get(real)
             try:
-                sig = file_signature(os.stat(real))
+                st = self._stats[real] = os.stat(real)
             except OSError:
                 continue                    # its walk says so
+            sig = file_signature(st)
             if entry is None or entry["stat"] != sig:
                 out.append(real)
         return out
@@ -193,7 +200,10 @@ class ModuleIndex:
         if key not in self._resolved:
             found = None
             if import_refusal(name) is None:
-                found, _ = resolve_import(name, key[1], include)
+                # The importer's folder is real (it is a real path's): a plain
+                # name found there costs an lstat, not realpath's walk.
+                self._real_dirs.setdefault(key[1], key[1])
+                found, _ = resolve_import(name, key[1], include, self._real_dirs)
             self._resolved[key] = found
         return self._resolved[key]
 
@@ -317,9 +327,7 @@ def bottom_cycle(waiting: list[str], imported: dict[str, set[str]], known) -> li
 
 def _read_text(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
-        text = raw.decode("utf-8")
+        text = read_bytes(path).decode("utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     return text[1:] if text.startswith("\ufeff") else text

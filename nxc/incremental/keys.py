@@ -117,10 +117,21 @@ _DIGESTS_MIN = 1024         # texts kept (bounded: at least this, twice the run'
 
 def closure_digest(closure: dict[str, str]) -> str:
     """One digest of a closure given as {real path: source digest}."""
-    h = hashlib.sha256()
+    # A tree's closures share most of their modules: each (path, digest)
+    # is encoded once per process, not once per closure that holds it.
+    parts = []
     for path in sorted(closure):
-        h.update(path.encode("utf-8", "surrogateescape") + b"\0" + closure[path].encode() + b"\0")
-    return h.hexdigest()[:32]
+        item = (path, closure[path])
+        encoded = _ENCODED.get(item)
+        if encoded is None:
+            if len(_ENCODED) >= scaled_bound(_DIGESTS_MIN):
+                _ENCODED.clear()
+            encoded = _ENCODED[item] = path.encode("utf-8", "surrogateescape") + b"\0" + item[1].encode() + b"\0"
+        parts.append(encoded)
+    return hashlib.sha256(b"".join(parts)).hexdigest()[:32]
+
+
+_ENCODED: dict[tuple[str, str], bytes] = {}
 
 
 # ---------------------------------------------------------------- verdicts

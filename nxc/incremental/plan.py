@@ -67,7 +67,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
         why = "--no-cache" if not options.use_cache else "--rerun"
         return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}
     index = ModuleIndex.load()          # an index it cannot read or trust is an empty one
-    stale = index.stale(os.path.realpath(u.path) for u in units) if ahead is not None else []
+    stale = index.stale(u.real for u in units) if ahead is not None else []
     if len(stale) >= AHEAD_MIN:
         index.adopt(*ahead(stale))
     parts: dict[str, dict] = {}         # backend -> keys.run_parts: the same for every unit of the run
@@ -82,7 +82,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
 
 def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Decision:
     from nxc.paths import SOFT_F32_MODULE
-    real = os.path.realpath(unit.path)
+    real = unit.real
     extra: tuple[str, ...] = ()
     if options.soft_f32:        # the front end adds nx_f32_soft.nx as if the root imported it
         found = index.resolve(SOFT_F32_MODULE, real, options.include)
@@ -134,7 +134,7 @@ def plan_in_worker(unit, options, backend) -> Decision:
     why = _not_recordable(unit, options, backend)
     if why is not None:
         return Decision(FULL, why)
-    root = os.path.realpath(unit.path)
+    root = unit.real
     indexed = unit.indexed
     imports = {p: e["imports"] for p, e in indexed.items()}
     orders = closure_orders(root, imports)
@@ -254,14 +254,14 @@ def build_order(units: list, first=lambda unit: False, later=lambda unit: False)
     first round, in this order, and runs in a second round, after every
     gate that imports it has been linked, from one of their libraries
     (nxc/backend/c/hosts.py): one link serves many gates."""
-    by_real = {os.path.realpath(u.path): u for u in units}
+    by_real = {u.real: u for u in units}
     waits: dict[str, set] = {}
     fan_in = {u.path: 0 for u in units}
     for u in units:
         if first(u) or not u.indexed:
             waits[u.path] = set()
             continue
-        real = os.path.realpath(u.path)
+        real = u.real
         needs = {by_real[p].path for p in u.indexed if p != real and p in by_real}
         waits[u.path] = needs
         for p in needs:

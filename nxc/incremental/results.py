@@ -115,10 +115,10 @@ def _state_file(root: str) -> str:
     return os.path.join(cache_dir(), "state", f"lastfailed-{digest}.json")
 
 
-def item_key(path: str, backend: str) -> str:
-    """An item as the state remembers it: absolute path and backend (ids depend on the
-    folder nxc test ran from, and on --backend)."""
-    return f"{os.path.realpath(path)}[{backend}]"
+def item_key(real: str, backend: str) -> str:
+    """An item as the state remembers it: real path (collect.Item.real) and backend
+    (ids depend on the folder nxc test ran from, and on --backend)."""
+    return f"{real}[{backend}]"
 
 
 def load_last_failed(root: str) -> set[str]:
