@@ -10,7 +10,8 @@ run), with the CPU time of this process (user, system) and of its children
 A fresh NXC_CACHE_DIR gives the cold figure, the same command again the
 warm one, and after `python bench/gen_tree.py --edit body /tmp/t800/t0000.nx`
 the relink. `@FILE` instead of the glob: the gates listed in FILE. The second argument prints a cProfile (sorted by it) of the
-gates, run inside one nxc.deep thread so the profile sees everything; a third
+gates, run inside one nxc.deep thread so the profile sees everything (an argument
+ending in .prof writes the profile to that file instead); a third
 (`walk`, say) also prints the callers of the functions whose names match it. The
 cache bounds are those of `nxc test` over the 800-module tree
 (cache.expect_entries). CPU of this process only: compare runs made with the
