@@ -89,3 +89,72 @@ def test_the_worker_step_says_why_a_unit_is_not_linked_from_records():
                     "/t/b.nx": {"digest": "1" * 32, "interface": "j", "imports": ["/t/top.nx"]}}
     decision = plan.plan_in_worker(unit, options, c)
     assert decision.path == plan.FULL and "cycle" in decision.reason
+
+
+CHAIN = {
+    "leaf.nx": "func f(x: i64) -> i64 {\n    if x > 100 { return x }\n    return x + 1\n}\n",
+    "mid.nx": 'import "leaf.nx"\nfunc g(x: i64) -> i64 { return f(x) * 2 }\n'
+              'func main() -> i64 {\n    if g(1) != 4 { return 1 }\n    return 0\n}\n',
+    "top.nx": 'import "mid.nx"\nfunc main() -> i64 {\n    if g(3) != 8 { return 1 }\n    return 0\n}\n',
+}
+
+
+def test_a_check_hands_its_index_notes_to_the_runner_or_notes_them_itself(tmp_path, monkeypatch):
+    # A worker of `nxc test` used to load and save the whole module index per
+    # gate (a tenth of a cold run's Python at 800 modules, more as the tree
+    # grew); its notes now go back with its results (Options.notes_to_runner).
+    from nxc.cache import forget_verified
+    from nxc.check import summary
+    from nxc.gates.collect import Item, Unit
+    from nxc.gates.execute import run_unit
+    from nxc.incremental.index import ModuleIndex, index_file
+    tree = tmp_path / "t"
+    tree.mkdir()
+    write_settled(tree, CHAIN)
+    top = str(tree / "top.nx")
+    for to_runner in (True, False):
+        monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / f"cache-{to_runner}"))
+        forget_verified()
+        summary._noted.update(index=None, path=None, identity=None)
+        index = ModuleIndex()            # as the runner's planner leaves it: an entry per module
+        for n in CHAIN:
+            assert index.module(str(tree / n)) is not None
+        index.save()
+        written = os.stat(index_file()).st_mtime_ns
+        unit = Unit(top, top, [Item(id=top, path=top, display="top.nx", backend="c", kind="gate")])
+        [r] = run_unit(unit, Options(notes_to_runner=to_runner))
+        assert r.passed, r.report
+        noted = ModuleIndex.load().entries
+        if to_runner:
+            assert set(r.index_notes) >= {str(tree / n) for n in CHAIN}, r.index_notes
+            assert all(len(v) == 3 and all(v) for v in r.index_notes.values())
+            assert os.stat(index_file()).st_mtime_ns == written
+            assert not any(noted[str(tree / n)].get("interface") for n in CHAIN), noted
+        else:
+            assert r.index_notes == {}
+            for n in CHAIN:
+                assert noted[str(tree / n)]["interface"] and noted[str(tree / n)]["verdict"], noted
+
+
+def test_the_runner_notes_what_workers_checked_and_gives_it_to_later_units(tmp_path, monkeypatch):
+    from nxc.incremental.index import ModuleIndex
+    from tree_support import nxc_test_results
+    tree = tmp_path / "t"
+    tree.mkdir()
+    write_settled(tree, CHAIN)
+    cache = str(tmp_path / "cache")
+    cold, out = nxc_test_results(tree, cache, "-j", "2")
+    assert set(cold) == {"leaf", "mid", "top"} and all(r["passed"] for r in cold.values()), out
+    monkeypatch.setenv("NXC_CACHE_DIR", cache)
+    entries = ModuleIndex.load().entries
+    for n in CHAIN:                 # saved by the runner, at the end of the run
+        assert entries[str(tree / n)].get("interface") and entries[str(tree / n)].get("verdict"), entries
+    # After a body edit of the leaf, the runner's index has no interface digest
+    # for its new text: the leaf's worker finds it, the runner notes it in the
+    # view of the units given out after it, whose workers then plan their link
+    # from records without reading the index.
+    write_settled(tree, {"leaf.nx": CHAIN["leaf.nx"].replace("return x + 1", "return 1 + x")})
+    edited, out = nxc_test_results(tree, cache, "-j", "2")
+    assert edited["leaf"]["plan"] == "full", out
+    for n in ("mid", "top"):
+        assert edited[n]["plan"] == "recorded" and edited[n]["passed"], (n, edited[n]["plan_reason"], out)

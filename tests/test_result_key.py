@@ -65,7 +65,7 @@ def test_two_runs_differing_in_one_option_share_no_key(field):
 @pytest.mark.parametrize("field", sorted(result_key.NOT_KEYED))
 def test_what_is_not_keyed_does_not_change_the_key(field):
     value = {"backends": ("py",), "use_cache": False, "include": ["/elsewhere"], "timeout_flag": "--nx-timeout",
-             "read_results": True, "record_results": True}[field]
+             "read_results": True, "record_results": True, "notes_to_runner": True}[field]
     assert _keys(Options()) == _keys(dataclasses.replace(Options(), **{field: value}))
 
 

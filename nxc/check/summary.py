@@ -180,6 +180,11 @@ class Checked:
     reused: list[str] = field(default_factory=list)     # modules taken from a clean verdict
     interfaces: dict[str, str] = field(default_factory=dict)   # module -> interface digest
     bodies: "Bodies | None" = None      # check_gate: the bodies checked so far, and more on demand
+    # check_gate: what the module index is to note of each module of the
+    # closure, {real path: (source digest, interface digest, verdict key)}:
+    # the caller notes it (note_in_index), or hands it to whoever holds the
+    # index (`nxc test`'s runner: nxc/incremental/plan.py, note_checked).
+    notes: dict = field(default_factory=dict)
 
 
 @deep
@@ -213,6 +218,7 @@ class _Front:
     stored: dict
     todo: set
     warnings: list
+    notes: dict             # Checked.notes
 
 
 def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False,
@@ -278,12 +284,13 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
         warnings += new_warnings.get(p, []) if p in todo else stored[p]["warnings"]
     if not diags.show_warnings:
         warnings = []
-    _note_in_index(texts, digests, keys)
-    return _Front(graph, checker, funcs, program, closures, digests, stored, todo, warnings)
+    notes = {p: (texts[p], digests[p], keys[p]) for p in texts}
+    return _Front(graph, checker, funcs, program, closures, digests, stored, todo, warnings, notes)
 
 
 def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
     f = _check_front(path, include, diags, soft_f32, use_verdicts)
+    note_in_index(f.notes)
     order = [m.source.path for m in f.graph.modules]
     return Checked(f.program, f.warnings, [p for p in order if p in f.todo], [p for p in order if p in f.stored],
                    f.digests)
@@ -413,11 +420,12 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     bodies = Bodies(f)
     order = [m.source.path for m in f.graph.modules]
     return Checked(bodies.program, f.warnings, list(bodies.checked_order),
-                   [p for p in order if p not in f.todo], f.digests, bodies)
+                   [p for p in order if p not in f.todo], f.digests, bodies, f.notes)
 
 
-def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[str, str]) -> None:
-    """The module index keeps each module's interface digest and verdict key (nxc/incremental/index.py)."""
+def note_in_index(notes: dict) -> None:
+    """The module index keeps each module's interface digest and verdict key
+    (nxc/incremental/index.py); notes: Checked.notes."""
     from nxc.incremental.index import ModuleIndex, index_file
     # A worker's gates note mostly what its earlier gates noted: while the
     # index file is the very one this process last wrote or read (same
@@ -430,8 +438,8 @@ def _note_in_index(texts: dict[str, str], digests: dict[str, str], keys: dict[st
         index, path = _noted["index"], index_file()
         if index is None or _noted["path"] != path or _noted["identity"] != file_identity(path):
             index = ModuleIndex.load()
-        for p in texts:
-            index.note(p, texts[p], interface=digests[p], verdict=keys[p])
+        for p, (text, interface, verdict) in notes.items():
+            index.note(p, text, interface=interface, verdict=verdict)
         index.save()
         _noted.update(index=index, path=path, identity=file_identity(path))
     except OSError:             # a read-only or full cache: not noting costs speed only

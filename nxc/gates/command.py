@@ -2,6 +2,7 @@
 workers when -j > 1), report, remember what failed, exit status."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -168,6 +169,9 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     first_round: dict[str, Result] = {}     # item id -> what building it took (plan.second_round)
 
     def on_results(batch: list[Result]) -> bool:
+        for r in batch:
+            if r.index_notes:
+                plan.note_checked(index, r.index_notes, options.include)
         batch = [r for r in batch if not _held(r, first_round)]
         for r in batch:
             results.append(r)
@@ -183,8 +187,10 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     # Units whose recorded pass is found from the module index alone: reported
     # now, nothing of them parsed or checked (nxc/gates/nochange.py).
-    fast, to_run, run.stats = nochange.split_cached(
+    fast, to_run, run.stats, index = nochange.split_cached(
         units, options, pool.fresh_entries_across(workers) if workers > 1 else None)
+    if index is not None:           # the workers' index notes come back to it (Options.notes_to_runner)
+        options = dataclasses.replace(options, notes_to_runner=True)
     workers = max(1, min(run.jobs, len(to_run)))
     if to_run:
         execute.warm_up()
@@ -227,6 +233,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
                 workers_pool.close(kill=not finished)     # -x, Ctrl-C, a closed stdout: stop what still runs
     except KeyboardInterrupt:
         interrupted = True
+    plan.save_notes(index)          # what the workers' checks noted (nxc/incremental/plan.py, note_checked)
     elapsed = time.perf_counter() - start
     order = result_order(items, units)
     covered = sum(r.covers for r in results)

@@ -37,6 +37,10 @@ class Options:
     record_results: bool = False        # record passes in the result cache (nxc/incremental/results.py)
     warnings_as_errors: bool = False    # -W error: a module with warnings does not pass
     memory_limit: int | None = None     # --memory-limit: bytes of resident memory per gate (None: none)
+    # nxc test: what a check notes in the module index goes back to the runner
+    # with the unit's results (Result.index_notes), which notes it in the index
+    # it holds. Else (the pytest plugin) the worker notes it in the index file.
+    notes_to_runner: bool = False
 
     def build_identity(self, backend: str) -> str:
         """The result keys' "build" part on `backend` (nxc/incremental/keys.py),
@@ -85,6 +89,11 @@ class Result:
     # A pass's record of the files its gate opened (nxc/incremental/inputs.py), kept
     # with it in the result cache; None: not cacheable (or not a pass).
     inputs: dict | None = None
+    # Options.notes_to_runner: what the check of its module notes in the module
+    # index (nxc/check/summary.py, Checked.notes), on a unit's first result.
+    # Noted by the runner: a worker that loaded and saved the whole index per
+    # gate spent a tenth of a cold run's Python on it, and more as the tree grew.
+    index_notes: dict = field(default_factory=dict)
     # Which path the planner took for it (nxc/incremental/plan.py: "cached",
     # "recorded" or "full"; "" outside nxc test's planner: the pytest plugin)
     # and why (nxc test -v, --json).
@@ -97,7 +106,7 @@ class Result:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        del d["modules"], d["inputs"]
+        del d["modules"], d["inputs"], d["index_notes"]
         if not os.environ.get("NXC_DEBUG_STATS"):
             del d["checked_bodies"]
         d = {"event": "result", **d}
@@ -129,6 +138,9 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     try:
         unit_check = check_unit(unit, options)
         program, warnings, diags = unit_check.program, unit_check.warnings, unit_check.diags
+        if unit_check.notes and not options.notes_to_runner:
+            from nxc.check.summary import note_in_index
+            note_in_index(unit_check.notes)
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
@@ -146,7 +158,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), diags.warnings, front_end,
                                  what="warning{s} treated as errors (-W error)")
         r.kind, r.warnings, r.modules = kind, warnings, modules
-        return [r]
+        return _with_notes([r], unit_check, options)
 
     if unit.run_later and kind == "gate":
         t0 = time.perf_counter()
@@ -157,7 +169,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
             r.checked_bodies = [display_path(p) for p in unit_check.checked_order]
             r.build_seconds = time.perf_counter() - t0
             r.seconds = front_end + r.build_seconds
-            return [r]
+            return _with_notes([r], unit_check, options)
     results = []
     for item in unit.items:
         item.kind = kind
@@ -189,6 +201,14 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         from nxc.incremental.keys import source_digest
         closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
         record_unit_passes(closure, kind, warnings, results, options)
+    return _with_notes(results, unit_check, options)
+
+
+def _with_notes(results: list[Result], unit_check: "UnitCheck", options: Options) -> list[Result]:
+    """`results`, the first one carrying the check's index notes to the runner
+    (Options.notes_to_runner)."""
+    if options.notes_to_runner and results:
+        results[0].index_notes = unit_check.notes
     return results
 
 
@@ -226,6 +246,7 @@ class UnitCheck:
     checked_again: Callable | None = None
     found: object = None                # C only: the partial check (check_gate) it was made final from
     options: object = None
+    notes: dict = field(default_factory=dict)   # C only: what the module index is to note (Checked.notes)
 
     def replan(self) -> None:
         """Ask the C backend again what it needs, from the program as checked now
@@ -263,7 +284,7 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
             program, emitted = final_program(found, options)
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
             return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
-                             found, options)
+                             found, options, found.notes)
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
     return UnitCheck(program, [d.render() for d in diags.warnings], diags,

@@ -18,10 +18,12 @@ from nxc.gates.protocol import Status
 from nxc.incremental import plan
 
 
-def split_cached(units: list[Unit], options: Options, ahead=None) -> tuple[dict[str, list[Result]], list[Unit], dict]:
-    """({unit path: its results} of the units passed before, the units still to run, counters).
+def split_cached(units: list[Unit], options: Options, ahead=None) -> tuple[dict[str, list[Result]], list[Unit], dict,
+                                                                         object]:
+    """({unit path: its results} of the units passed before, the units still to run, counters,
+    the module index the planner read, for the notes of the units run: plan.note_checked).
     ahead: how the planner reads stale modules in other processes (plan.plan_units)."""
-    decisions, stats = plan.plan_units(units, options, ahead)
+    decisions, stats, index = plan.plan_units(units, options, ahead)
     cached, rest = {}, []
     for unit in units:
         decision = decisions[unit.path]
@@ -30,7 +32,7 @@ def split_cached(units: list[Unit], options: Options, ahead=None) -> tuple[dict[
         else:
             unit.plan_reason = decision.reason
             rest.append(unit)
-    return cached, rest, stats
+    return cached, rest, stats, index
 
 
 def _cached_results(unit: Unit, decision: plan.Decision) -> list[Result]:

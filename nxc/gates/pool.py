@@ -33,6 +33,34 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
     # which grows with the tree (nxc/gates/host.py); started here, in the main
     # thread, so that the host dies with the worker.
     gate_host.enable()
+    profiles = os.environ.get("NXC_PROFILE_DIR")
+    if profiles:
+        _profiled(conn, options, profiles)
+    else:
+        _serve(conn, options)
+
+
+def _profiled(conn, options: Options, folder: str) -> None:
+    """NXC_PROFILE_DIR: the worker's cProfile, written to FOLDER/w<pid>.prof
+    when it ends (merge them with pstats.Stats(*files)). It runs in one
+    nxc.deep thread, so that the profile sees the checks and emitters too
+    (docs/performance.md: how the index notes were found)."""
+    import cProfile
+    from nxc.deep import run_deep
+
+    def serve() -> None:
+        profile = cProfile.Profile()
+        profile.enable()
+        try:
+            _serve(conn, options)
+        finally:
+            profile.disable()
+            profile.dump_stats(os.path.join(folder, f"w{os.getpid()}.prof"))
+    run_deep(serve)
+
+
+def _serve(conn, options: Options) -> None:
+    """Run the units the runner sends until it sends None or goes away."""
     while True:
         try:
             unit = conn.recv()

@@ -226,6 +226,7 @@ NOT_KEYED = {
     "timeout_flag": "the option named in a TIMEOUT's explanation; only failures, which are never cached",
     "read_results": "whether cached results are read",
     "record_results": "whether passes are recorded",
+    "notes_to_runner": "where a worker's module index notes go (the runner, or the index file)",
 }
 
 

@@ -52,9 +52,9 @@ class Decision:
 AHEAD_MIN = 16
 
 
-def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], dict]:
-    """({unit path: Decision}, counters) of every unit, from the module index
-    alone. A unit not CACHED is FULL with the reason it is not cached; its
+def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], dict, ModuleIndex | None]:
+    """({unit path: Decision}, counters, the module index it read (None: none
+    read)) of every unit, from the module index alone. A unit not CACHED is FULL with the reason it is not cached; its
     worker may still find it RECORDED (`plan_in_worker`): the unit then
     carries the index's view of its closure (`Unit.indexed`).
 
@@ -65,7 +65,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
     entries are stale are read and parsed there first, across the cores."""
     if not options.read_results:
         why = "--no-cache" if not options.use_cache else "--rerun"
-        return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}
+        return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}, None
     index = ModuleIndex.load()          # an index it cannot read or trust is an empty one
     stale = index.stale(u.real for u in units) if ahead is not None else []
     if len(stale) >= AHEAD_MIN:
@@ -77,7 +77,32 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
     except OSError:
         pass                    # not saving the index costs the next run's stats only
     cached = sum(d.path == CACHED for d in decisions.values())
-    return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}
+    return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}, index
+
+
+def note_checked(index: ModuleIndex | None, notes: dict, include) -> None:
+    """What a worker's check found for the module index (Result.index_notes:
+    {real path: (source digest, interface digest, verdict key)}), noted by
+    the runner in the index it read (saved at the end of the run: `save_notes`),
+    and in the units' view of each entry: a unit given out after the units of
+    its closure then carries their interface digests, and its worker finds
+    their verdicts without reading the index (verdict_warnings)."""
+    if index is None:
+        return
+    for path, (text, interface, verdict) in notes.items():
+        index.note(path, text, interface=interface, verdict=verdict)
+        view = index.views.get((path, tuple(include or ())))
+        if view is not None and view["digest"] == text:
+            view["interface"] = interface
+
+
+def save_notes(index: ModuleIndex | None) -> None:
+    """Write what `note_checked` noted, once for the run."""
+    if index is not None:
+        try:
+            index.save()
+        except OSError:
+            pass                # not saving the index costs the next run's stats only
 
 
 def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Decision:
