@@ -200,31 +200,20 @@ def _not_recordable(unit, options, backend) -> str | None:
     return None
 
 
-# Interface digests noted in the index on disk by other workers, by (module,
-# source digest): read once, not once per gate.
-_noted: dict[tuple[str, str], str] = {}
-MAX_REMEMBERED = 20000
-
-
 def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> tuple[dict[str, list[str]] | None, str]:
     """({module: its bodies' warnings}, "") from the clean verdict of every
     module of the closure under its current key; (None, why) if one is
     missing. orders: each module's import closure (closure_orders)."""
-    interfaces = {p: e.get("interface") or _noted.get((p, e["digest"])) for p, e in indexed.items()}
-    if None in interfaces.values():
-        # Edited this run: another worker may have checked it since the runner
-        # read the index (a worker notes each module it checks there). What
-        # it noted is kept here, so that the gates that follow (after a body
-        # edit of a leaf: all of them) do not read the index again.
-        for p, e in ModuleIndex.load().entries.items():
-            if e.get("interface") is not None:
-                if len(_noted) >= MAX_REMEMBERED:
-                    _noted.clear()
-                _noted[(p, e["digest"])] = e["interface"]
-        interfaces = {p: d or _noted.get((p, indexed[p]["digest"])) for p, d in interfaces.items()}
-        unknown = sorted(p for p, d in interfaces.items() if d is None)
-        if unknown:
-            return None, f"no interface digest yet for {_name(unknown[0])}" + _more(unknown)
+    # The interface digests are the runner's: those of its index, and those
+    # the checks of this run found, noted in the views of the units given out
+    # after them (note_checked). The index file holds nothing more: the
+    # workers of this run do not write it, and it used to be read here for
+    # each unit whose own module had never been checked (every unit of a cold
+    # run: 800 loads of the whole index at 800 modules, to find nothing).
+    interfaces = {p: e.get("interface") for p, e in indexed.items()}
+    unknown = sorted(p for p, d in interfaces.items() if d is None)
+    if unknown:
+        return None, f"no interface digest yet for {_name(unknown[0])}" + _more(unknown)
     out = {}
     for p, e in indexed.items():
         key = keys.verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
