@@ -232,10 +232,9 @@ def main(argv=None) -> int:
                          "gate's C holds its closure); the `nxc check` rows after an edit stay")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    # nxc's bytecode first, as pip writes it when it installs the wheel. A
-    # checkout run with PYTHONDONTWRITEBYTECODE set (these machines' default)
-    # otherwise compiles each changed module on every run: some 60 ms of a
-    # no-change run that is not nxc's to count.
+    # nxc's bytecode first, as pip writes it when it installs the wheel: the
+    # runs below keep it (bench_tree drops PYTHONDONTWRITEBYTECODE), but the
+    # first of them would otherwise count compiling every module it imports.
     import compileall
     compileall.compile_dir(os.path.join(ROOT, "nxc"), quiet=1)
     rows = []
