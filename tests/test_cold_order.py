@@ -35,7 +35,7 @@ IN_TREE = re.compile(r"(^|/)(t\d+)\.nx$")
 
 # ---------------------------------------------------------------- the schedule alone
 def _units(*paths):
-    return [SimpleNamespace(path=p, indexed=None) for p in paths]
+    return [SimpleNamespace(path=p, real=p, indexed=None) for p in paths]
 
 
 def _drain(schedule: Schedule, finish_order=None) -> list[str]:
@@ -78,7 +78,7 @@ def test_build_order_waits_for_the_closure_and_ranks_by_fan_in(tmp_path):
         (tmp_path / f"{name}.nx").write_text("// x\n")
     real = {k: os.path.realpath(v) for k, v in paths.items()}
     bundled = "/somewhere/nx_f32.nx"                # not a unit of the run: waited for by none
-    units = [SimpleNamespace(path=paths[n], indexed={real[m]: {} for m in closure} | {bundled: {}})
+    units = [SimpleNamespace(path=paths[n], real=real[n], indexed={real[m]: {} for m in closure} | {bundled: {}})
              for n, closure in (("top", ("top", "mid", "base")), ("alone", ("alone",)),
                                 ("mid", ("mid", "base")), ("base", ("base",)))]
     order = build_order(units)
