@@ -233,7 +233,7 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
                 workers_pool.close(kill=not finished)     # -x, Ctrl-C, a closed stdout: stop what still runs
     except KeyboardInterrupt:
         interrupted = True
-    plan.save_notes(index)          # what the workers' checks noted (nxc/incremental/plan.py, note_checked)
+    plan.save_index(index)          # with what the workers' checks noted (plan.note_checked)
     elapsed = time.perf_counter() - start
     order = result_order(items, units)
     covered = sum(r.covers for r in results)

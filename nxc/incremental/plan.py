@@ -72,10 +72,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
         index.adopt(*ahead(stale))
     parts: dict[str, dict] = {}         # backend -> keys.run_parts: the same for every unit of the run
     decisions = {u.path: _plan_unit(u, options, index, parts) for u in units}
-    try:
-        index.save()
-    except OSError:
-        pass                    # not saving the index costs the next run's stats only
+    save_index(index)
     cached = sum(d.path == CACHED for d in decisions.values())
     return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}, index
 
@@ -83,7 +80,7 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
 def note_checked(index: ModuleIndex | None, notes: dict, include) -> None:
     """What a worker's check found for the module index (Result.index_notes:
     {real path: (source digest, interface digest, verdict key)}), noted by
-    the runner in the index it read (saved at the end of the run: `save_notes`),
+    the runner in the index it read (saved at the end of the run: `save_index`),
     and in the units' view of each entry: a unit given out after the units of
     its closure then carries their interface digests, and its worker finds
     their verdicts without reading the index (verdict_warnings)."""
@@ -91,13 +88,14 @@ def note_checked(index: ModuleIndex | None, notes: dict, include) -> None:
         return
     for path, (text, interface, verdict) in notes.items():
         index.note(path, text, interface=interface, verdict=verdict)
-        view = index.views.get((path, tuple(include or ())))
+        view = index.views.get(_view_key(path, include))
         if view is not None and view["digest"] == text:
             view["interface"] = interface
 
 
-def save_notes(index: ModuleIndex | None) -> None:
-    """Write what `note_checked` noted, once for the run."""
+def save_index(index: ModuleIndex | None) -> None:
+    """Write the index if it changed: after planning, and once more at the end
+    of the run with what `note_checked` noted."""
     if index is not None:
         try:
             index.save()
@@ -138,12 +136,17 @@ def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Dec
                     passes=passes, modules=sorted(closure))
 
 
+def _view_key(path: str, include) -> tuple:
+    """The key of a module's view in index.views (per -I search path)."""
+    return (path, tuple(include or ()))
+
+
 def _indexed_view(index: ModuleIndex, path: str, entry: dict, include) -> dict:
     """What a unit's `indexed` holds of one module: made once per module and
     run, and shared by every unit whose closure holds it (at 800 modules,
     making it per unit resolved 228,000 imports before any worker started)."""
     memo = index.views
-    key = (path, tuple(include or ()))
+    key = _view_key(path, include)
     view = memo.get(key)
     if view is None:
         view = memo[key] = {"digest": entry["digest"], "interface": entry.get("interface"),
