@@ -365,6 +365,30 @@ def forget_verified() -> None:
     _stamps.clear()
     _sealed.clear()
     _kept.clear()
+    _whole.clear()
+
+
+# An entry its caller found whole with what goes beside it (an object and
+# its stamp and site table: nxc/backend/c/objects.py), remembered with its
+# identity after it was marked used. A worker of a large tree asks for each
+# object of a gate's closure 2-3 times a gate (~400,000 times a run at 1,600
+# modules), five stats each (the object, its stamp twice, its sites, the
+# touch); then one. Its stamp and sidecars are not looked at again (what was
+# verified is this very file), nor is it touched again by this process (once
+# is enough for it to be pruned last).
+_whole: "OrderedDict[str, tuple]" = OrderedDict()
+
+
+def note_found_whole(path: str) -> None:
+    ident = file_identity(path)
+    if ident is not None:
+        _remember(_whole, path, ident)
+
+
+def found_whole_before(path: str) -> bool:
+    """Whether this process noted `path` whole (note_found_whole) and it is the same file now."""
+    held = _whole.get(path)
+    return held is not None and held == file_identity(path)
 
 
 def stamped(path: str) -> bool:

@@ -135,6 +135,89 @@ def test_a_stamp_is_verified_again_when_the_file_changes(tmp_path):
     assert not cache.stamped(path)
 
 
+def test_an_entry_found_whole_is_known_again_while_it_is_the_same_file(tmp_path):
+    cache.forget_verified()
+    path = str(tmp_path / "entry.o")
+    with open(path + ".new", "wb") as f:
+        f.write(b"first")
+    cache.publish(path + ".new", path)
+    assert not cache.found_whole_before(path)           # never noted
+    cache.note_found_whole(path)
+    assert cache.found_whole_before(path)
+    with open(path + ".tmp", "wb") as f:                # replaced by a rename, as nxc replaces
+        f.write(b"first")
+    os.replace(path + ".tmp", path)
+    assert not cache.found_whole_before(path)
+    cache.note_found_whole(path)
+    with open(path, "ab") as f:                         # damaged in place
+        f.write(b"!")
+    assert not cache.found_whole_before(path)
+    cache.note_found_whole(path)
+    cache.forget_verified()
+    assert not cache.found_whole_before(path)
+    cache.note_found_whole(path)
+    os.remove(path)
+    assert not cache.found_whole_before(path)
+
+
+def test_an_object_swapped_after_it_was_found_usable_is_never_linked(tmp_path, monkeypatch):
+    """An object a worker verified once is then known by one stat; one swapped
+    in by a rename afterwards (a new inode) is verified again, refused and removed."""
+    from nxc.backend.c import objects
+    cache.forget_verified()
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path))
+    key = "o" * 32
+    folder = objects.objects_dir()
+    os.makedirs(folder)
+    target = os.path.join(folder, key + ".o")
+    with open(target + ".new", "wb") as f:
+        f.write(b"an object")
+    cache.publish(target + ".new", target)
+    cache.write_sealed_json(os.path.join(folder, key + ".sites"), key + ".sites", [])
+    assert objects.usable_object(key) == target
+    assert objects.usable_object(key) == target         # known: one stat
+    with open(target + ".tmp", "wb") as f:
+        f.write(b"a planted object")
+    os.replace(target + ".tmp", target)
+    assert objects.usable_object(key) is None
+    assert not os.path.exists(target)                   # discarded
+
+
+def test_a_run_reads_and_resolves_each_module_once(tmp_path, monkeypatch):
+    """A process that ends with the run (a worker of `nxc test -j N`) asks the
+    loader to read, parse and resolve each module once: a module edited during
+    the run is loaded as first read, with the text it was parsed from (every key
+    is computed from that text); an import not found is looked for again."""
+    monkeypatch.setattr(loader, "_RUN_MODULES", None)
+    monkeypatch.setattr(loader, "_RUN_IMPORTS", None)
+    top = _diamond_with_cycle(tmp_path)
+    reads = []
+    real_read = loader.read_source
+    monkeypatch.setattr(loader, "read_source", lambda path, *a: reads.append(path) or real_read(path, *a))
+    loader.keep_reads_for_this_run()
+    first = loader.load_program(top)
+    assert len(reads) == 5
+    c = os.path.join(str(tmp_path), "c.nx")
+    with open(c, "a", encoding="utf-8") as f:
+        f.write("func fc2() -> i64 { return 5; }\n")
+    again = loader.load_program(top)
+    assert len(reads) == 5                              # nothing read again
+    assert [m.source.path for m in again.modules] == [m.source.path for m in first.modules]
+    assert again.imports == first.imports
+    kept_c = next(m for m in again.modules if m.source.path == os.path.realpath(c))
+    assert "fc2" not in kept_c.source.text              # as first read, text and AST alike
+    assert all(getattr(d, "name", None) != "fc2" for d in kept_c.items)
+    lone = _write(tmp_path, "lone.nx", 'import "late.nx"\nfunc main() -> i64 { return 0; }\n')
+    with pytest.raises(loader.CompileError):
+        loader.load_program(lone)
+    _write(tmp_path, "late.nx", "func late() -> i64 { return 0; }\n")
+    assert [os.path.basename(m.source.path) for m in loader.load_program(lone).modules] == ["late.nx", "lone.nx"]
+    monkeypatch.setattr(loader, "_RUN_MODULES", None)   # a process that outlives runs: reads afresh
+    monkeypatch.setattr(loader, "_RUN_IMPORTS", None)
+    fresh = loader.load_program(top)
+    assert "fc2" in next(m for m in fresh.modules if m.source.path == os.path.realpath(c)).source.text
+
+
 def test_sealed_json_is_read_again_after_a_change(tmp_path):
     cache.forget_verified()
     path = str(tmp_path / "r.json")

@@ -17,6 +17,7 @@ from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
 from nxc.gates.recorded_run import run_unit_planned
+from nxc.syntax.loader import keep_reads_for_this_run
 
 
 def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) -> None:
@@ -33,6 +34,7 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
     # which grows with the tree (nxc/gates/host.py); started here, in the main
     # thread, so that the host dies with the worker.
     gate_host.enable()
+    keep_reads_for_this_run()           # this process ends with the run (nxc/syntax/loader.py)
     profiles = os.environ.get("NXC_PROFILE_DIR")
     if profiles:
         _profiled(conn, options, profiles)

@@ -246,6 +246,28 @@ def _unpickle_module(blob: bytes | None) -> ast.Module | None:
     return module if isinstance(module, ast.Module) else None
 
 
+# ---- what one run's worker has read ----
+# A worker of `nxc test -j N` loads the import closure of every gate it is
+# given: at 1,600 modules, ~150 modules a gate, each an open and a read, a
+# digest of its text and an lstat per import (~700,000 system calls a
+# worker, 8-12 us each on a virtual machine). A worker lives for one run
+# (nxc/gates/pool.py) and asks for this: each module is then read, parsed
+# and its imports resolved once per run. A file edited during the run is
+# tested as the worker first read it; every key a gate records is computed
+# from the text it used (module.source.text), so nothing is recorded under
+# the wrong key, and the next run sees the edit. A process that outlives a
+# run (`nxc test --watch`, the pytest plugin, the LSP) never asks for it.
+_RUN_MODULES: dict[str, tuple] | None = None        # real path -> (module, its imports)
+_RUN_IMPORTS: dict[tuple, tuple] | None = None      # (name, importer folder, -I, NXPATH) -> (found, tried)
+
+
+def keep_reads_for_this_run() -> None:
+    """Read, parse and resolve the imports of each module once from now on,
+    in a process that ends with the run (see above)."""
+    global _RUN_MODULES, _RUN_IMPORTS
+    _RUN_MODULES, _RUN_IMPORTS = {}, {}
+
+
 def load_program(path: str, include: list[str] | None = None,
                  diags: Diagnostics | None = None) -> ModuleGraph:
     """Parse `path` and everything it imports. Raises CompileError."""
@@ -263,6 +285,8 @@ def load_program(path: str, include: list[str] | None = None,
     # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
     failed: set[str] = set()
     real_dirs: dict[str, str] = {}      # this load's folders and their real paths (resolve_import)
+    kept, resolved = _RUN_MODULES, _RUN_IMPORTS
+    searched = (tuple(include or ()), os.environ.get("NXPATH", "")) if resolved is not None else None
     stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
     while stack:
         frame = stack[-1]
@@ -271,29 +295,40 @@ def load_program(path: str, include: list[str] | None = None,
             if real in by_path or real in failed:
                 stack.pop()
                 continue
-            src = read_source(real, diags, at)
-            if src is None:
-                failed.add(real)
-                stack.pop()
-                continue
-            before = len(diags.errors)
-            try:
-                module = _parse_cached(src, diags)
-            except CompileError:
-                _attach_chain(diags, before, chain)
-                failed.add(real)
-                stack.pop()
-                continue
+            read = kept.get(real) if kept is not None else None
+            if read is None:
+                src = read_source(real, diags, at)
+                if src is None:
+                    failed.add(real)
+                    stack.pop()
+                    continue
+                before = len(diags.errors)
+                try:
+                    module = _parse_cached(src, diags)
+                except CompileError:
+                    _attach_chain(diags, before, chain)
+                    failed.add(real)
+                    stack.pop()
+                    continue
+                read = (module, tuple(module.imports))
+                if kept is not None:
+                    kept[real] = read
+            module = read[0]
             by_path[real] = module      # before its imports: a cycle back to it stops here
-            frame[3] = pending = iter(module.imports)
+            frame[3] = pending = iter(read[1])
         for imp in pending:
-            refusal = import_refusal(imp.path)
-            if refusal is not None:
-                _add_chain_notes(diags.error(imp.pos, refusal), chain)
-                continue
             folder = os.path.dirname(real)
-            real_dirs.setdefault(folder, folder)     # the folder of a real path
-            found, tried = resolve_import(imp.path, folder, include, real_dirs)
+            hit = resolved.get((imp.path, folder, searched)) if resolved is not None else None
+            if hit is None:
+                refusal = import_refusal(imp.path)
+                if refusal is not None:
+                    _add_chain_notes(diags.error(imp.pos, refusal), chain)
+                    continue
+                real_dirs.setdefault(folder, folder)     # the folder of a real path
+                hit = resolve_import(imp.path, folder, include, real_dirs)
+                if resolved is not None and hit[0] is not None:
+                    resolved[(imp.path, folder, searched)] = hit
+            found, tried = hit
             if found is None:
                 looked = "\n".join(f"  {d}" for d in tried)
                 d = diags.error(imp.pos, f"cannot find module \"{imp.path}\"; looked in:\n{looked}")

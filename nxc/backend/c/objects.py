@@ -61,7 +61,8 @@ from nxc.deep import deep
 from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
 from nxc.incremental.records import RECORD_LISTS, write_gate_record
 from nxc.cache import (cache_dir, parts_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       mark_used, present, read_sealed_json, stamped, write_sealed_json)
+                       found_whole_before, mark_used, note_found_whole, present, read_sealed_json, stamped,
+                       write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.effects import recorded
 from nxc.lower.plan import plan_program
@@ -444,10 +445,13 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: boo
 
 
 def _usable(target: str, key: str) -> bool:
+    if found_whole_before(target):          # one stat: verified by this process, the same file since
+        return True
     if not present(target):                 # present: here, or fetched from a remote cache (nxc/remote/)
         return False
     if stamped(target) and present(_sites_path(key)):
         mark_used(target)                   # recently used: pruned last (keeps its verified stamp)
+        note_found_whole(target)
         return True
     discard(target)                         # truncated, swapped or planted: never linked
     return False
