@@ -368,6 +368,25 @@ def forget_verified() -> None:
     _whole.clear()
 
 
+# ---- a process that ends with its run ----
+# A worker of `nxc test -j N` (nxc/gates/pool.py) lives for one run, and says
+# so. What it read then stands for the whole run: the loader keeps each
+# module's text, AST and resolved imports (nxc/syntax/loader.py), and what
+# follows from them alone is kept by them (closure orders: nxc/backend/c/closure.py,
+# nxc/incremental/index.py). A process that outlives a run (`nxc test --watch`,
+# -j 1, the pytest plugin, the LSP) never says so, and keeps none of it.
+_ends_with_its_run = False
+
+
+def this_process_ends_with_its_run() -> None:
+    global _ends_with_its_run
+    _ends_with_its_run = True
+
+
+def ends_with_its_run() -> bool:
+    return _ends_with_its_run
+
+
 # An entry its caller found whole with what goes beside it (an object and
 # its stamp and site table: nxc/backend/c/objects.py), remembered with its
 # identity after it was marked used. A worker of a large tree asks for each

@@ -297,3 +297,32 @@ def test_the_input_record(tmp_path, monkeypatch):
     assert not inputs.still_holds(rec)
     small.write_bytes(b"abc")
     assert inputs.still_holds(rec)                                      # the same content again
+
+
+def test_module_keys_follow_every_input_after_they_were_looked_up():
+    """verdict_key and interfaces_digest keep what they computed, looked up by
+    their inputs (a worker asks for the same keys gate after gate): each input,
+    changed after the first answer, changes the answer, as it does in a fresh
+    process; the same inputs in another order of the closure set do not."""
+    from nxc.incremental import keys
+    keys._VERDICT_KEYS.clear()          # noqa: SLF001 - the memos under test
+    keys._INTERFACES.clear()            # noqa: SLF001
+    digests = {"/a.nx": "da", "/b.nx": "db", "/c.nx": "dc"}
+    base = ("/c.nx", "tc", {"/a.nx", "/b.nx", "/c.nx"}, digests, False)
+    first = keys.verdict_key(*base)
+    assert keys.verdict_key(*base) == first
+    assert keys.verdict_key("/c.nx", "tc", {"/b.nx", "/c.nx", "/a.nx"}, dict(digests), False) == first
+    variants = [("/d.nx", "tc", base[2], digests, False), ("/c.nx", "tx", base[2], digests, False),
+                ("/c.nx", "tc", {"/b.nx", "/c.nx"}, digests, False),
+                ("/c.nx", "tc", base[2], dict(digests, **{"/a.nx": "dz"}), False),
+                ("/c.nx", "tc", base[2], digests, True)]
+    answers = [keys.verdict_key(*v) for v in variants]
+    assert len({first, *answers}) == len(variants) + 1
+    keys._VERDICT_KEYS.clear()          # noqa: SLF001 - a fresh process: the same answers
+    assert [keys.verdict_key(*v) for v in variants] == answers and keys.verdict_key(*base) == first
+    one = keys.interfaces_digest(iter(["i1", "i2"]))
+    assert keys.interfaces_digest(["i1", "i2"]) == one
+    assert len({one, keys.interfaces_digest(["i2", "i1"]), keys.interfaces_digest(["i1"]),
+                keys.interfaces_digest(["i1", "i3"])}) == 4
+    keys._INTERFACES.clear()            # noqa: SLF001
+    assert keys.interfaces_digest(["i1", "i2"]) == one

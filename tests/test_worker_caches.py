@@ -188,13 +188,11 @@ def test_a_run_reads_and_resolves_each_module_once(tmp_path, monkeypatch):
     loader to read, parse and resolve each module once: a module edited during
     the run is loaded as first read, with the text it was parsed from (every key
     is computed from that text); an import not found is looked for again."""
-    monkeypatch.setattr(loader, "_RUN_MODULES", None)
-    monkeypatch.setattr(loader, "_RUN_IMPORTS", None)
+    _one_run(monkeypatch)
     top = _diamond_with_cycle(tmp_path)
     reads = []
     real_read = loader.read_source
     monkeypatch.setattr(loader, "read_source", lambda path, *a: reads.append(path) or real_read(path, *a))
-    loader.keep_reads_for_this_run()
     first = loader.load_program(top)
     assert len(reads) == 5
     c = os.path.join(str(tmp_path), "c.nx")
@@ -212,10 +210,51 @@ def test_a_run_reads_and_resolves_each_module_once(tmp_path, monkeypatch):
         loader.load_program(lone)
     _write(tmp_path, "late.nx", "func late() -> i64 { return 0; }\n")
     assert [os.path.basename(m.source.path) for m in loader.load_program(lone).modules] == ["late.nx", "lone.nx"]
-    monkeypatch.setattr(loader, "_RUN_MODULES", None)   # a process that outlives runs: reads afresh
-    monkeypatch.setattr(loader, "_RUN_IMPORTS", None)
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)    # a process that outlives runs: reads afresh
     fresh = loader.load_program(top)
     assert "fc2" in next(m for m in fresh.modules if m.source.path == os.path.realpath(c)).source.text
+
+
+def _one_run(monkeypatch) -> None:
+    """This test's process as a worker of one run (cache.this_process_ends_with_its_run),
+    with nothing kept yet, and as it was after the test."""
+    from nxc.backend.c import closure
+    from nxc.incremental import index
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)
+    cache.this_process_ends_with_its_run()
+    assert cache.ends_with_its_run()
+    monkeypatch.setattr(loader, "_RUN_MODULES", {})
+    monkeypatch.setattr(loader, "_RUN_IMPORTS", {})
+    monkeypatch.setattr(closure, "_RUN_ORDERS", {})
+    monkeypatch.setattr(index, "_RUN_ORDERS", {})
+
+
+def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
+    """In a process that ends with its run, a module's closure order is kept by
+    its AST object (graphs of later gates hold the same objects) and the
+    index's orders by path: the same orders as computed afresh, not merged again."""
+    from nxc.backend.c import closure
+    from nxc.incremental import index
+    top = _diamond_with_cycle(tmp_path)
+    _one_run(monkeypatch)
+    merged = []
+    real_merged = closure._Closures._merged
+    monkeypatch.setattr(closure._Closures, "_merged", lambda self, m: merged.append(m) or real_merged(self, m))
+    for _ in range(2):
+        program = check_file(top)
+        for m in program.graph.modules:
+            assert [x.source.path for x in import_closure(program, m)] == _reference_closure(program.graph, m)
+    assert len(merged) == 5                             # the second graph's five modules: kept
+    imports = {f"/m{i}.nx": [f"/m{j}.nx" for j in range(i)] for i in range(6)}
+    first = index.closure_orders("/m5.nx", imports)
+    walks = []
+    monkeypatch.setattr(index, "merged_orders", lambda *a, **k: walks.append(1))
+    assert index.closure_orders("/m5.nx", imports) == first
+    assert index.closure_orders("/m3.nx", imports) == {p: first[p] for p in first["/m3.nx"]}
+    assert walks == []
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)     # outside a worker: computed afresh
+    with pytest.raises(TypeError):
+        index.closure_orders("/m5.nx", imports)
 
 
 def test_sealed_json_is_read_again_after_a_change(tmp_path):

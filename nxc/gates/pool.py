@@ -11,13 +11,13 @@ import os
 import heapq
 import signal
 
+from nxc.cache import this_process_ends_with_its_run
 from nxc.gates.collect import Item
 from nxc.gates import host as gate_host
 from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
 from nxc.gates.recorded_run import run_unit_planned
-from nxc.syntax.loader import keep_reads_for_this_run
 
 
 def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) -> None:
@@ -34,7 +34,7 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
     # which grows with the tree (nxc/gates/host.py); started here, in the main
     # thread, so that the host dies with the worker.
     gate_host.enable()
-    keep_reads_for_this_run()           # this process ends with the run (nxc/syntax/loader.py)
+    this_process_ends_with_its_run()    # what it reads stands for the run (nxc/cache.py)
     profiles = os.environ.get("NXC_PROFILE_DIR")
     if profiles:
         _profiled(conn, options, profiles)

@@ -19,7 +19,8 @@ from nxc import __version__
 from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
-from nxc.cache import cache_dir, fetched, prune_due, prune_least_recent, scaled_bound, unseal, write_sealed
+from nxc.cache import (cache_dir, ends_with_its_run, fetched, prune_due, prune_least_recent, scaled_bound, unseal,
+                       write_sealed)
 from nxc.paths import bundled_dir, digest_of_files, grammar_file
 
 
@@ -250,22 +251,15 @@ def _unpickle_module(blob: bytes | None) -> ast.Module | None:
 # A worker of `nxc test -j N` loads the import closure of every gate it is
 # given: at 1,600 modules, ~150 modules a gate, each an open and a read, a
 # digest of its text and an lstat per import (~700,000 system calls a
-# worker, 8-12 us each on a virtual machine). A worker lives for one run
-# (nxc/gates/pool.py) and asks for this: each module is then read, parsed
-# and its imports resolved once per run. A file edited during the run is
-# tested as the worker first read it; every key a gate records is computed
-# from the text it used (module.source.text), so nothing is recorded under
-# the wrong key, and the next run sees the edit. A process that outlives a
-# run (`nxc test --watch`, the pytest plugin, the LSP) never asks for it.
-_RUN_MODULES: dict[str, tuple] | None = None        # real path -> (module, its imports)
-_RUN_IMPORTS: dict[tuple, tuple] | None = None      # (name, importer folder, -I, NXPATH) -> (found, tried)
-
-
-def keep_reads_for_this_run() -> None:
-    """Read, parse and resolve the imports of each module once from now on,
-    in a process that ends with the run (see above)."""
-    global _RUN_MODULES, _RUN_IMPORTS
-    _RUN_MODULES, _RUN_IMPORTS = {}, {}
+# worker, 8-12 us each on a virtual machine). In a process that ends with
+# its run (cache.ends_with_its_run: a worker says so), each module is read,
+# parsed and its imports resolved once per run. A file edited during the run
+# is then tested as the worker first read it; every key a gate records is
+# computed from the text it used (module.source.text), so nothing is
+# recorded under the wrong key, and the next run sees the edit. An import
+# not found is looked for again.
+_RUN_MODULES: dict[str, tuple] = {}         # real path -> (module, its imports)
+_RUN_IMPORTS: dict[tuple, tuple] = {}       # (name, importer folder, (-I, NXPATH)) -> (found, tried)
 
 
 def load_program(path: str, include: list[str] | None = None,
@@ -285,7 +279,7 @@ def load_program(path: str, include: list[str] | None = None,
     # chain of 1,000 imports was 1,000 nested calls (a RecursionError).
     failed: set[str] = set()
     real_dirs: dict[str, str] = {}      # this load's folders and their real paths (resolve_import)
-    kept, resolved = _RUN_MODULES, _RUN_IMPORTS
+    kept, resolved = (_RUN_MODULES, _RUN_IMPORTS) if ends_with_its_run() else (None, None)
     searched = (tuple(include or ()), os.environ.get("NXPATH", "")) if resolved is not None else None
     stack: list[list] = [[root_path, [], None, None]]      # [path, chain, import pos, imports left]
     while stack:
