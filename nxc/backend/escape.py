@@ -9,6 +9,7 @@ here before it reaches a comment, a string literal or a `#line` directive.
 from __future__ import annotations
 
 import string
+from functools import lru_cache
 
 # What may stand for itself in a comment: no `*`, `/` after `*`, `?`, `\`,
 # quote or line end can be formed from these (`/` alone is harmless).
@@ -32,6 +33,7 @@ def comment_text(text: str) -> str:
     return "".join(out)
 
 
+@lru_cache(maxsize=4096)     # asked for each #line of a module's C: the same few paths, byte by byte
 def c_string_body(text: str) -> str:
     """`text` as the inside of a C string literal (`#line N "..."`): the
     same bytes, every unusual one as a three-digit octal escape (a hex

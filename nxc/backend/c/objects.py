@@ -374,8 +374,20 @@ def binding_of(units: list[str], gate: str | None) -> Binding:
 
 def _has_gate(module) -> bool:
     """The module declares a gate (`func main`), checked or not in this program."""
-    return any(isinstance(item, ast.FuncDecl) and item.name == "main" and not item.is_extern
-               for item in module.items)
+    # Asked of every module of every gate's graph (~150 a gate at 1,600
+    # modules, each a scan of its items); an AST's items do not change once
+    # parsed, so it is kept by the AST (held with it: its id stays its own).
+    held = _GATES.get(id(module))
+    if held is None or held[0] is not module:
+        if len(_GATES) >= scaled_bound(_GATES_MIN):
+            _GATES.clear()
+        held = _GATES[id(module)] = (module, any(isinstance(item, ast.FuncDecl) and item.name == "main"
+                                                 and not item.is_extern for item in module.items))
+    return held[1]
+
+
+_GATES: dict[int, tuple] = {}
+_GATES_MIN = 1024
 
 
 @dataclass
