@@ -245,16 +245,19 @@ def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
         for m in program.graph.modules:
             assert [x.source.path for x in import_closure(program, m)] == _reference_closure(program.graph, m)
     assert len(merged) == 5                             # the second graph's five modules: kept
-    imports = {f"/m{i}.nx": [f"/m{j}.nx" for j in range(i)] for i in range(6)}
-    first = index.closure_orders("/m5.nx", imports)
-    walks = []
-    monkeypatch.setattr(index, "merged_orders", lambda *a, **k: walks.append(1))
-    assert index.closure_orders("/m5.nx", imports) == first
-    assert index.closure_orders("/m3.nx", imports) == {p: first[p] for p in first["/m3.nx"]}
-    assert walks == []
-    monkeypatch.setattr(cache, "_ends_with_its_run", False)     # outside a worker: computed afresh
-    with pytest.raises(TypeError):
-        index.closure_orders("/m5.nx", imports)
+    imports = {f"/m{i}.nx": [f"/m{j}.nx" for j in reversed(range(i))] for i in range(7)}
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)
+    fresh = {p: index.closure_orders(p, imports) for p in imports}     # outside a worker: nothing kept
+    assert index._RUN_ORDERS == {}                      # noqa: SLF001
+    cache.this_process_ends_with_its_run()
+    real_merge, merges = index.merged_orders, []
+    monkeypatch.setattr(index, "merged_orders", lambda *a, **k: merges.append(1) or real_merge(*a, **k))
+    assert index.closure_orders("/m3.nx", imports) == fresh["/m3.nx"]
+    assert len(merges) == 4                             # m0..m3 merged once each
+    assert index.closure_orders("/m6.nx", imports) == fresh["/m6.nx"]
+    assert len(merges) == 7                             # m4..m6 only: m3's closure is kept
+    assert index.closure_orders("/m5.nx", imports) == fresh["/m5.nx"]
+    assert len(merges) == 7
 
 
 def test_sealed_json_is_read_again_after_a_change(tmp_path):

@@ -287,6 +287,11 @@ def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[
         p, pending = stack[-1]
         for dep in pending:
             if dep not in orders:
+                if kept is not None and dep in kept:    # its closure's orders are known: not walked
+                    for q in kept[dep]:
+                        if q not in orders:
+                            orders[q] = kept[q]
+                    continue
                 if dep not in imports or dep in walking:
                     return None                 # unknown, or a cycle
                 walking.add(dep)
