@@ -60,9 +60,9 @@ from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
 from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
 from nxc.incremental.records import RECORD_LISTS, write_gate_record
-from nxc.cache import (cache_dir, parts_digest, degrade_after, discard, prune_due, prune_least_recent, scaled_bound, publish,
-                       found_whole_before, mark_used, note_found_whole, present, read_sealed_json, stamped,
-                       write_sealed_json)
+from nxc.cache import (cache_dir, degrade_after, discard, found_whole_before, mark_used, note_found_whole,
+                       parts_digest, present, prune_due, prune_least_recent, publish, read_sealed_json,
+                       scaled_bound, stamped, write_sealed_json)
 from nxc.lower.guards import CAPTURE_SLOTS
 from nxc.lower.effects import recorded
 from nxc.lower.plan import plan_program
@@ -374,12 +374,11 @@ def binding_of(units: list[str], gate: str | None) -> Binding:
 
 def _has_gate(module) -> bool:
     """The module declares a gate (`func main`), checked or not in this program."""
-    # Asked of every module of every gate's graph (~150 a gate at 1,600
-    # modules, each a scan of its items); an AST's items do not change once
-    # parsed, so it is kept by the AST (held with it: its id stays its own).
+    # Asked of every module of every gate's graph; an AST's items do not change
+    # once parsed: kept by the AST, held with it (its id stays its own).
     held = _GATES.get(id(module))
     if held is None or held[0] is not module:
-        if len(_GATES) >= scaled_bound(_GATES_MIN):
+        if len(_GATES) >= scaled_bound(1024):
             _GATES.clear()
         held = _GATES[id(module)] = (module, any(isinstance(item, ast.FuncDecl) and item.name == "main"
                                                  and not item.is_extern for item in module.items))
@@ -387,7 +386,6 @@ def _has_gate(module) -> bool:
 
 
 _GATES: dict[int, tuple] = {}
-_GATES_MIN = 1024
 
 
 @dataclass
@@ -496,13 +494,10 @@ def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()
 
 
 # ---- the runtime header, precompiled ----
-# Parsing nx_runtime.h is a fixed cost of every object (about 15 ms of CPU
-# at -O2, a third of a gate's entry): GCC compiles it once per build
-# configuration to a .gch and loads that instead, in about 5 ms (measured in
-# docs/performance.md; the objects are byte for byte the same).
-# The header depends on nothing of the file that includes it (the site table's
-# size is given after it, NXRT_SITE_TABLE), and a generated file includes it
-# first, after defining NXRT_CHECKED exactly as the .gch was made with.
+# Parsing nx_runtime.h costs every object ~15 ms of CPU at -O2: GCC compiles it once per
+# configuration to a .gch and loads that in ~5 ms (docs/performance.md; the same objects).
+# It depends on nothing of the file that includes it (the site table's size comes after
+# it, NXRT_SITE_TABLE); a generated file includes it first, NXRT_CHECKED defined as for the .gch.
 PCH_HEADER = "nx_runtime.h"
 
 
@@ -710,10 +705,8 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         return Linked(host.path, host.name, True, time.perf_counter() - start, cdef, host=host.key,
                       binding=hosted, site_keys=host.site_keys)
     objects, recompiled, runtime = _ensure_objects(linked, units, opt, use_cache)
-    # Nothing is compiled for the gate itself: its main is in its module's
-    # object, the entry points are the runtime's, and the site bases and which
-    # main runs are set when the library is loaded (Binding). After a body edit
-    # of an imported module, linking again is the linker alone.
+    # Nothing is compiled for the gate: its main is in its module's object, the entry points are the
+    # runtime's, site bases and which main runs are set at load (Binding): a relink is the linker alone.
     link_library(target, [*objects, runtime], opt)
     if use_cache:
         write_gate_record(*linked.gate_record())
