@@ -111,21 +111,29 @@ def test_import_from_a_linked_search_folder_resolves_to_the_real_path(tmp_path):
     assert loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")], {})[1] == tried
 
 
+def _published(path: str, data: bytes) -> None:
+    """`data` published as the cache entry `path`, stamped (as nxc builds it)."""
+    with open(path + ".new", "wb") as f:
+        f.write(data)
+    cache.publish(path + ".new", path)
+
+
+def _replaced(path: str, data: bytes) -> None:
+    """`path` replaced by a rename (a new inode), without a new stamp."""
+    with open(path + ".tmp", "wb") as f:
+        f.write(data)
+    os.replace(path + ".tmp", path)
+
+
 def test_a_stamp_is_verified_again_when_the_file_changes(tmp_path):
     cache.forget_verified()
     path = str(tmp_path / "entry.bin")
-    with open(path + ".new", "wb") as f:
-        f.write(b"first")
-    cache.publish(path + ".new", path)
+    _published(path, b"first")
     assert cache.stamped(path) and cache.stamped(path)
     # replaced by another file (as any writer of nxc replaces it) without a new stamp
-    with open(path + ".tmp", "wb") as f:
-        f.write(b"other")
-    os.replace(path + ".tmp", path)
+    _replaced(path, b"other")
     assert not cache.stamped(path)
-    with open(path + ".new", "wb") as f:
-        f.write(b"second")
-    cache.publish(path + ".new", path)
+    _published(path, b"second")
     assert cache.stamped(path)
     # damaged in place, with a new size
     with open(path, "ab") as f:
@@ -138,9 +146,7 @@ def test_a_stamp_is_verified_again_when_the_file_changes(tmp_path):
 def test_an_entry_found_whole_is_known_again_while_it_is_the_same_file(tmp_path):
     cache.forget_verified()
     path = str(tmp_path / "entry.o")
-    with open(path + ".new", "wb") as f:
-        f.write(b"first")
-    cache.publish(path + ".new", path)
+    _published(path, b"first")
     assert not cache.found_whole_before(path)           # never noted
     cache.note_found_whole(path)
     assert cache.found_whole_before(path)
@@ -170,15 +176,11 @@ def test_an_object_swapped_after_it_was_found_usable_is_never_linked(tmp_path, m
     folder = objects.objects_dir()
     os.makedirs(folder)
     target = os.path.join(folder, key + ".o")
-    with open(target + ".new", "wb") as f:
-        f.write(b"an object")
-    cache.publish(target + ".new", target)
+    _published(target, b"an object")
     cache.write_sealed_json(os.path.join(folder, key + ".sites"), key + ".sites", [])
     assert objects.usable_object(key) == target
     assert objects.usable_object(key) == target         # known: one stat
-    with open(target + ".tmp", "wb") as f:
-        f.write(b"a planted object")
-    os.replace(target + ".tmp", target)
+    _replaced(target, b"a planted object")
     assert objects.usable_object(key) is None
     assert not os.path.exists(target)                   # discarded
 
