@@ -262,6 +262,77 @@ def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
     assert len(merges) == 7
 
 
+def _keys(program, config: str, way=None) -> dict[str, str]:
+    from nxc.backend.c.objects import LinkedC
+    linked = LinkedC(program, checked=True, closure_digest=way)
+    return {m.source.path: linked.key_of(m, config) for m in program.graph.modules}
+
+
+def test_a_run_keeps_each_object_key_by_module_closure_digest_and_configuration(tmp_path, monkeypatch):
+    """In a process that ends with its run, a module's object key is kept by
+    its AST object, the way its closure is digested and the configuration:
+    a later gate's link computes no closure digest again, and every key equals
+    the one computed afresh; another configuration, another closure digest or
+    an edited module (a new AST, once the run is over) is a key of its own."""
+    from nxc.backend.c import objects
+    from nxc.incremental import keys
+    top = _diamond_with_cycle(tmp_path)
+    fresh = _keys(check_file(top), "cfg")
+    fresh_sources = _keys(check_file(top), "cfg", objects.closure_source_digest)
+    assert keys._RUN_OBJECT_KEYS == {}                  # noqa: SLF001  outside a worker: nothing kept
+    _one_run(monkeypatch)
+    monkeypatch.setattr(keys, "_RUN_OBJECT_KEYS", {})
+    digests = []
+    real_digest = objects.LinkedC.closure_interface_digest
+    monkeypatch.setattr(objects.LinkedC, "closure_interface_digest",
+                        lambda self, closure: digests.append(1) or real_digest(self, closure))
+    assert _keys(check_file(top), "cfg") == fresh
+    assert len(digests) == 5
+    assert _keys(check_file(top), "cfg") == fresh       # a later gate: the same keys, none computed
+    assert len(digests) == 5
+    other = _keys(check_file(top), "cfg2")
+    assert len(digests) == 10 and not set(other.values()) & set(fresh.values())
+    assert _keys(check_file(top), "cfg", objects.closure_source_digest) == fresh_sources != fresh
+    c = os.path.join(str(tmp_path), "c.nx")
+    with open(c, "a", encoding="utf-8") as f:
+        f.write("func fc2() -> i64 { return 5; }\n")
+    # A new run (a new worker: nothing kept) sees the edit in every key: the
+    # unchanged modules' ASTs are the same objects (the parse cache), so the
+    # keys are kept for one run only, whose loader never reads a module again.
+    monkeypatch.setattr(loader, "_RUN_MODULES", {})
+    monkeypatch.setattr(keys, "_RUN_OBJECT_KEYS", {})
+    edited = _keys(check_file(top), "cfg")
+    assert all(edited[p] != fresh[p] for p in edited)
+
+
+def test_a_run_keeps_the_compiler_found_for_its_cc_and_path(tmp_path, monkeypatch):
+    """A worker keeps the compiler command found for CC and PATH: either one
+    changed is looked up again; a process that outlives runs looks each time."""
+    from nxc.backend.c import build
+    _one_run(monkeypatch)
+    monkeypatch.setattr(build, "_RUN_COMPILER", {})
+    bin_a, bin_b = tmp_path / "a", tmp_path / "b"
+    for folder in (bin_a, bin_b):
+        folder.mkdir()
+        tool = folder / "cc"
+        tool.write_text("#!/bin/sh\n")
+        tool.chmod(0o755)
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(bin_a))
+    assert build.compiler() == [str(bin_a / "cc")]
+    (bin_a / "cc").unlink()
+    assert build.compiler() == [str(bin_a / "cc")]      # kept for this run
+    monkeypatch.setenv("PATH", str(bin_b))
+    assert build.compiler() == [str(bin_b / "cc")]
+    monkeypatch.setenv("CC", "cc -g")
+    assert build.compiler() == ["cc", "-g"]
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)
+    monkeypatch.delenv("CC")
+    monkeypatch.setenv("PATH", str(bin_a))
+    with pytest.raises(build.NoCompiler):
+        build.compiler()                                # looked up again: gone
+
+
 def test_sealed_json_is_read_again_after_a_change(tmp_path):
     cache.forget_verified()
     path = str(tmp_path / "r.json")

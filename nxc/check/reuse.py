@@ -51,7 +51,11 @@ class Decls:
     by_name: dict               # name -> its Symbol, in declaration order
     aliases: list               # (name, TypeAlias, resolved type)
     structs: list               # (name, StructType laid out, StructDecl)
-    sigs: list                  # per FuncDecl, in order: (decl, symbol or None for main, params, ret, type)
+    # per FuncDecl, in order: (decl, symbol or None for main, its parameters'
+    # symbols, ret, type). The parameters' symbols are shared by every gate
+    # that takes the module: a body check reads them and sets only `used`,
+    # which is read for locals alone (the unused-variable warning).
+    sigs: list
     info: tuple                 # (types, consts, syms) entries of its constants' expressions
     refs: dict                  # name -> the Symbol its declarations resolved it to
     interface: str | None = None      # its interface digest (nxc/check/summary.py)
@@ -181,8 +185,7 @@ class DeclReuse:
                 continue
             if sym is None:             # a gate: its symbol is made afresh, as the full path does
                 sym = Symbol("func", "main", ftype, decl.pos, decl=decl)
-            funcs.append(Function(sym, decl, [Symbol("param", n, t, pos, mutable=True, unique=n)
-                                              for n, t, pos in params], ret, module))
+            funcs.append(Function(sym, decl, list(params), ret, module))
 
     def _usable(self) -> dict[str, Decls]:
         """The kept modules of this graph that can be taken as they are."""
@@ -248,7 +251,7 @@ class DeclReuse:
                     fn = by_decl.get(id(item))
                     if fn is None:
                         return None
-                    sigs.append((item, None, [(s.name, s.type, s.pos) for s in fn.params], fn.ret, fn.sym.type))
+                    sigs.append((item, None, tuple(fn.params), fn.ret, fn.sym.type))
                 continue
             sym = self.top.get(item.name)
             if sym is None or sym.decl is not item:
@@ -270,7 +273,7 @@ class DeclReuse:
                     fn = by_decl.get(id(item))
                     if fn is None:
                         return None
-                    sigs.append((item, sym, [(s.name, s.type, s.pos) for s in fn.params], fn.ret, None))
+                    sigs.append((item, sym, tuple(fn.params), fn.ret, None))
         return Decls(m, by_name, aliases, structs, sigs, (types, consts, syms), dict(self._refs.get(m.source.path, {})))
 
     def known_interface(self, path: str) -> str | None:

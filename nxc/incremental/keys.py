@@ -48,7 +48,7 @@ from functools import lru_cache
 from typing import Callable
 
 from nxc import __version__
-from nxc.cache import file_digest, folders_digest, parts_digest, scaled_bound
+from nxc.cache import ends_with_its_run, file_digest, folders_digest, parts_digest, scaled_bound
 
 # ---------------------------------------------------------------- nxc's own code
 # scope -> (folders under the package, whether the runtime and grammar count,
@@ -200,6 +200,28 @@ def object_key(module_source_digest: str, closure_digest: str, config: str) -> s
     import closure (`closure_digest`: a parameter, so that a better digest of
     the imports' interfaces can be swapped in), the build configuration."""
     return parts_digest("object", module_source_digest, closure_digest, config)[:32]
+
+
+def object_key_in_run(module, way, config: str, compute: Callable[[], str]) -> str:
+    """compute(): `module`'s object key under `config`, its closure digested
+    `way`. In a worker that ends with its run (cache.ends_with_its_run) it is
+    kept by the module's AST object: the loader keeps one per module and run,
+    and the other inputs, the interface digests of its closure, are each the
+    digest recorded under that module's own key, the same in every gate of
+    the run. Not beyond it: an unchanged module is the same AST object in the
+    next run too (the parse cache), whose imports may have changed. A gate of
+    a 1,600-module tree asked for some 150 keys, each over its module's closure."""
+    if not ends_with_its_run():
+        return compute()
+    held = _RUN_OBJECT_KEYS.get((id(module), way, config))
+    if held is not None and held[0] is module:
+        return held[1]
+    key = compute()
+    _bounded_put(_RUN_OBJECT_KEYS, (id(module), way, config), (module, key))
+    return key
+
+
+_RUN_OBJECT_KEYS: dict[tuple, tuple] = {}       # (id(module), way, config) -> (module, key)
 
 
 # ---------------------------------------------------------------- results

@@ -58,7 +58,8 @@ from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, UnknownCopies, emit
 from nxc.backend.base import BodiesNeeded
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.incremental.keys import code_digest, interfaces_digest, object_key, source_digest, source_key_digest
+from nxc.incremental.keys import (code_digest, interfaces_digest, object_key, object_key_in_run, source_digest,
+                                  source_key_digest)
 from nxc.incremental.records import RECORD_LISTS, write_gate_record
 from nxc.cache import (cache_dir, degrade_after, discard, found_whole_before, mark_used, note_found_whole,
                        parts_digest, present, prune_due, prune_least_recent, publish, read_sealed_json,
@@ -96,8 +97,7 @@ def module_source_digest(module) -> str:
 
 
 def closure_source_digest(linked, closure) -> str:
-    """The conservative closure digest: every imported module's text (a
-    `closure_digest` for LinkedC; any edit of an import recompiles)."""
+    """The conservative `closure_digest` for LinkedC: every import's text (any edit recompiles)."""
     return _digest(*(module_source_digest(m) for m in closure[:-1]))
 
 
@@ -260,8 +260,8 @@ class LinkedC(CapturesMixin):
         p = module.source.path
         key = self.keys.get(p)
         if key is None:
-            key = self.keys[p] = object_key(module_source_digest(module),
-                                            self.closure_digest(self, self.closure_of(module)), config)
+            key = self.keys[p] = object_key_in_run(module, self.closure_digest, config, lambda: object_key(
+                module_source_digest(module), self.closure_digest(self, self.closure_of(module)), config))
         return key
 
     def gate_record(self) -> tuple[str, dict]:
@@ -439,10 +439,10 @@ def ensure_object(key: str, emit, opt: str, use_cache: bool = True, checked: boo
     its UnitC when it has to be built, of configuration `checked` (its
     precompiled runtime header; None: compiled from the header)."""
     folder = objects_dir()
-    os.makedirs(folder, mode=0o700, exist_ok=True)
     target = os.path.join(folder, key + ".o")
     if use_cache and _usable(target, key):
         return target, False
+    os.makedirs(folder, mode=0o700, exist_ok=True)
     with _locked(os.path.join(folder, key + ".lock")):
         if use_cache and _usable(target, key):      # another worker built it while we waited
             return target, False
