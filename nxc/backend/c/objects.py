@@ -53,6 +53,7 @@ from nxc.backend.c.toolchain import link_flags
 from nxc.backend.c.closure import import_closure
 from nxc.backend.c.facts import ProgramFacts
 from nxc.backend.c.names import module_c_id, module_c_id_of
+from nxc.backend.c.scratch import scratch
 from nxc.backend.c.sites import Site, SiteTable
 from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, UnknownCopies, emit_module, emit_whole, interface_text
 from nxc.backend.base import BodiesNeeded
@@ -357,12 +358,9 @@ def record_of(facts: ProgramFacts, module, digest: str) -> dict:
     own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
     if not own:         # its interface only: no effects to compute (nor the program's fixed points)
         return {"interface": digest, **{k: [] for k in RECORD_LISTS}}
-    fx = facts.effects
-    names = [fn.decl.name for fn in own]
+    fx, names = facts.effects, [fn.decl.name for fn in own]
     return {"interface": digest,
-            "may_unmap": [n for n in names if n in fx.may_unmap],
-            "memory_free": [n for n in names if n in fx.memory_free],
-            "silent": [n for n in names if n in fx.silent],
+            **{k: [n for n in names if n in getattr(fx, k)] for k in ("may_unmap", "memory_free", "silent")},
             "copied": [fn.decl.name for fn in own if facts.is_copied(fn)]}
 
 
@@ -470,27 +468,29 @@ def _usable(target: str, key: str) -> bool:
 def _compile_object(text: str | None, target: str, opt: str, defines: tuple = (), pch: str | None = None) -> None:
     """`cc -c` of C `text` (None: runtime/nx_runtime.c) into `target`, atomically;
     `pch`: the folder of the precompiled runtime header to use (ensure_pch)."""
-    folder = os.path.dirname(target)
     cc = c_build.compiler()
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".build-") as tmp:
-        out_tmp = os.path.join(tmp, os.path.basename(target))
-        if text is None:
-            source = os.path.join(runtime_dir(), "nx_runtime.c")
-        else:
-            source = os.path.join(tmp, os.path.splitext(os.path.basename(target))[0] + ".c")
-            with open(source, "w", encoding="utf-8") as f:
-                f.write(text)
-        # GCC looks for nx_runtime.h.gch in each include folder before the
-        # header itself: the precompiled folder first, then the real header
-        # (which GCC silently falls back to when the .gch does not match).
-        search = ["-I", pch] if pch is not None else []
-        args = [*object_flags(opt), *defines, *search, "-I", runtime_dir()]
-        cmd = [*cc, *args, "-c", source, "-o", out_tmp]
-        # cc1 and as run without the driver when a probe showed that gives
-        # the driver's very bytes (nxc/backend/c/toolchain.py).
-        plan = toolchain.plan_compile(cc, c_build.compiler_identity(tuple(cc)), args)
+    work = scratch(os.path.dirname(target))         # its files renamed, never deleted (scratch.py)
+    stem = os.path.splitext(os.path.basename(target))[0]
+    out_tmp = os.path.join(work.folder, os.path.basename(target))
+    source = os.path.join(runtime_dir(), "nx_runtime.c") if text is None else work.path("c", stem + ".c")
+    if text is not None:
+        with open(source, "w", encoding="utf-8") as f:
+            f.write(text)
+    # GCC looks for nx_runtime.h.gch in each include folder before the header: the precompiled
+    # folder first, then the real header (which GCC silently falls back to if the .gch does not match).
+    args = [*object_flags(opt), *defines, *(["-I", pch] if pch is not None else []), "-I", runtime_dir()]
+    cmd = [*cc, *args, "-c", source, "-o", out_tmp]
+    # cc1 and as without the driver when a probe showed that gives its very bytes (toolchain.py).
+    plan = toolchain.plan_compile(cc, c_build.compiler_identity(tuple(cc)), args)
+    if plan is not None:
+        work.path("s", os.path.basename(toolchain.assembly_of(out_tmp)))
+    try:
         _run_compiler(cmd, None if plan is None else toolchain.compile_commands(plan, source, out_tmp))
-        publish(out_tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(out_tmp)          # a failed compile's partial object
+        raise
+    publish(out_tmp, target)
 
 
 # ---- the runtime header, precompiled ----

@@ -184,10 +184,15 @@ def _probe_compile(cc: list[str], args: list[str], template: list[str]):
     return plan if _same_object(cc, args, plan) else None
 
 
+def assembly_of(output: str) -> str:
+    """The assembly file cc1 writes and as reads, for object `output`: beside it."""
+    return os.path.splitext(output)[0] + ".s"
+
+
 def compile_commands(plan: list[list[str]], source: str, output: str) -> list[list[str]]:
     """The plan's commands for `source` -> `output` (the assembly beside the output)."""
     stem = os.path.splitext(os.path.basename(output))[0]
-    values = {SRC: source, OUT: output, "{asm}": os.path.splitext(output)[0] + ".s",
+    values = {SRC: source, OUT: output, "{asm}": assembly_of(output),
               "{outdir}/": os.path.dirname(output) + "/", "{stem}.c": stem + ".c"}
     return [[values.get(arg, arg) for arg in step] for step in plan]
 
