@@ -124,6 +124,32 @@ def test_the_emitted_link_refuses_another_program(tree):
         linked.advance(program)
 
 
+def test_each_program_names_exactly_the_bodies_it_checked(tree):
+    """Bodies keeps the names of the functions not checked yet as it checks
+    more, and effects.checked_functions keeps its answer per program: each new
+    program's are those a fresh look at what was checked gives."""
+    from nxc.lower.effects import checked_functions
+    top = str(tree / "top.nx")
+    assert gate(top).passed
+    found = summary.check_gate(top, [], Diagnostics(warnings=True))
+    program = found.bodies.program
+    planner = LinkPlanner(None, program, checked=True, opt="2", use_cache=False)
+    seen = []
+    while True:
+        checked = found.bodies.checked
+        assert program.recorded.unchecked == {fn.decl.name for fn in program.functions
+                                              if fn.module.source.path not in checked}
+        assert list(checked_functions(program)) == [fn for fn in program.functions
+                                                    if fn.module.source.path in checked]
+        assert checked_functions(program) is checked_functions(program)
+        seen.append(len(program.recorded.unchecked))
+        need = planner.needed(program)
+        if not need:
+            break
+        program = found.bodies.meet(need)
+    assert seen[0] > 0 and seen[-1] == 0           # from the root's bodies alone to every body
+
+
 def test_a_gate_whose_objects_are_cached_asks_for_no_body(tree):
     top = str(tree / "top.nx")
     assert gate(top).passed

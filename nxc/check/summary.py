@@ -325,6 +325,8 @@ class Bodies:
         self.checked = set(front.todo)
         self.checked_order = [p for p in order if p in front.todo]   # for NXC_DEBUG_STATS
         self.done = {id(fn) for fn in front.funcs if fn.module.source.path in self.checked}
+        # the names of the functions not checked yet, kept as bodies are (each view holds them)
+        self.unchecked = {fn.decl.name for fn in self.functions if id(fn) not in self.done}
         self.records: dict[str, dict] = {}      # module path -> its record (records.py), unchecked modules
         self._program: PartialProgram | None = None
 
@@ -360,6 +362,8 @@ class Bodies:
         try:
             for fn in todo:
                 self.done.add(id(fn))
+                if fn.decl.name != "main" or fn.module is root:
+                    self.unchecked.discard(fn.decl.name)
                 self.checker.check_body(fn, fn.module is root and fn.decl.name == "main")
             self.checker.diags.raise_if_errors()
         finally:
@@ -386,10 +390,9 @@ class Bodies:
         return self.program
 
     def _view(self) -> "PartialProgram":
-        unchecked = [fn.decl.name for fn in self.functions if id(fn) not in self.done]
         recs = [r for p, r in self.records.items() if p not in self.checked]
         pick = lambda what: frozenset(n for r in recs for n in r[what])     # noqa: E731
-        recorded = Recorded(frozenset(unchecked), pick("may_unmap"), pick("memory_free"), pick("silent"),
+        recorded = Recorded(frozenset(self.unchecked), pick("may_unmap"), pick("memory_free"), pick("silent"),
                             pick("copied"))
         base = {f.name: getattr(self.base, f.name) for f in fields(Program)}
         base["functions"] = list(self.functions)

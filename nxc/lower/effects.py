@@ -40,7 +40,16 @@ def checked_functions(program) -> list:
     rec = recorded(program)
     if rec is None or not rec.unchecked:
         return program.functions
-    return [fn for fn in program.functions if fn.decl.name not in rec.unchecked]
+    # Asked by each fixed point and plan of a gate worker's program, whose
+    # functions are its whole closure's (a program is never changed: a
+    # worker that checks more makes a new one).
+    known = _CHECKED.get(program)
+    if known is None:
+        known = _CHECKED[program] = tuple(fn for fn in program.functions if fn.decl.name not in rec.unchecked)
+    return known
+
+
+_CHECKED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def unmapping(program) -> set[str]:
