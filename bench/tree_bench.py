@@ -88,8 +88,15 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
                test_edits: bool = True) -> list[dict]:
     tree = os.path.join(out_dir, f"tree{n}-{graph}")
     cache = os.path.join(out_dir, f"cache{n}-{graph}")
-    shutil.rmtree(tree, ignore_errors=True)
-    shutil.rmtree(cache, ignore_errors=True)
+    # The last run's tree and cache are moved aside, and removed once every
+    # size is done: removing their ~20,000 files here made each file the cold
+    # run then creates cost ~10x the kernel's CPU (ext4 without a journal
+    # skips, one by one, the inodes freed in the last minutes: perf showed
+    # `recently_deleted`; docs/performance.md). A user's cold run does not
+    # follow the removal of a whole cache.
+    for old in (tree, cache):
+        if os.path.lexists(old):
+            os.replace(old, os.path.join(out_dir, f".old-{os.getpid()}-{time.time_ns()}-{os.path.basename(old)}"))
     gen = [sys.executable, os.path.join(HERE, "gen_tree.py")]
     made = subprocess.run(gen + [tree, "--modules", str(n), "--graph", graph, "--seed", str(seed)],
                           check=True, capture_output=True, text=True)
@@ -243,6 +250,9 @@ def main(argv=None) -> int:
                            test_edits=not args.no_test_edits)
     print()
     print(markdown(rows))
+    for name in os.listdir(args.out):
+        if name.startswith(".old-"):
+            shutil.rmtree(os.path.join(args.out, name), ignore_errors=True)
     return 0
 
 
