@@ -305,6 +305,32 @@ def test_a_run_keeps_each_object_key_by_module_closure_digest_and_configuration(
     assert all(edited[p] != fresh[p] for p in edited)
 
 
+def test_a_run_keeps_each_verdict_key_by_path_text_and_soft_f32(tmp_path, monkeypatch):
+    """In a process that ends with its run, a gate's check computes each
+    module's verdict key once (its closure and their interfaces are the run's):
+    later gates take it, the same key a fresh process computes; --soft-f32 and
+    another text are keys of their own."""
+    from nxc.check import summary
+    from nxc.diagnostics import Diagnostics
+    from nxc.incremental import keys
+    top = _diamond_with_cycle(tmp_path)
+
+    def gate_keys(soft: bool = False) -> dict[str, str]:
+        return {p: k for p, (_, _, k) in summary.check_gate(top, [], Diagnostics(), soft_f32=soft).notes.items()}
+    fresh, fresh_soft = gate_keys(), gate_keys(True)
+    assert fresh_soft != fresh and keys._RUN_VERDICT_KEYS == {}     # noqa: SLF001
+    _one_run(monkeypatch)
+    monkeypatch.setattr(keys, "_RUN_VERDICT_KEYS", {})
+    computed = []
+    real = keys.verdict_key
+    monkeypatch.setattr(keys, "verdict_key", lambda *a: computed.append(a[0]) or real(*a))
+    assert gate_keys() == fresh and len(computed) == 5
+    assert gate_keys() == fresh and len(computed) == 5              # a later gate: all kept
+    assert gate_keys(True) == fresh_soft and len(computed) == 5 + len(fresh_soft)   # with nx_f32_soft.nx
+    at = next(iter(keys._RUN_VERDICT_KEYS))                         # noqa: SLF001
+    assert keys.verdict_key_in_run(at[0], "another text", set(), {}, at[2]) != keys._RUN_VERDICT_KEYS[at]  # noqa: SLF001
+
+
 def test_a_run_keeps_the_compiler_found_for_its_cc_and_path(tmp_path, monkeypatch):
     """A worker keeps the compiler command found for CC and PATH: either one
     changed is looked up again; a process that outlives runs looks each time."""

@@ -47,7 +47,7 @@ from nxc.check.reuse import DeclReuse
 from nxc.deep import deep
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import CompileError, Diagnostics
-from nxc.incremental.keys import interface_digest, source_digest, verdict_key
+from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
 from nxc.incremental.records import Recorded, load_verdict, store_verdict
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, import_refusal, resolve_import
@@ -249,7 +249,7 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
                 checker.keep_interface(p, digest)
         digests[p] = digest
     closures = module_closures(graph, include, soft_f32)
-    keys = {p: verdict_key(p, texts[p], closures[p], digests, soft_f32) for p in texts}
+    keys = {p: verdict_key_in_run(p, texts[p], closures[p], digests, soft_f32) for p in texts}
     stored = {}
     if use_verdicts:
         for p, key in keys.items():

@@ -158,6 +158,29 @@ def verdict_key(path: str, text_digest: str, closure: set[str], digests: dict[st
 _VERDICT_KEYS: dict[tuple, str] = {}
 
 
+def verdict_key_in_run(path: str, text_digest: str, closure: set[str], digests: dict[str, str], soft_f32: bool) -> str:
+    """verdict_key; in a worker that ends with its run (cache.ends_with_its_run)
+    kept by the module's path, text and --soft-f32: within a run the loader
+    resolves a module's imports once, so its closure is the same in every
+    gate, and so are the interface digests of that closure (each computed
+    from a module's declarations, which its text and closure decide). Even
+    looked up by its pairs, the key cost a frozenset of the module's closure
+    for each module of each gate: some 11,000 pairs a gate at 1,600 modules.
+    The runner's planner (nxc/incremental/plan.py) computes its keys from the
+    index's digests, never from this."""
+    if not ends_with_its_run():
+        return verdict_key(path, text_digest, closure, digests, soft_f32)
+    at = (path, text_digest, soft_f32)
+    key = _RUN_VERDICT_KEYS.get(at)
+    if key is None:
+        key = verdict_key(path, text_digest, closure, digests, soft_f32)
+        _bounded_put(_RUN_VERDICT_KEYS, at, key)
+    return key
+
+
+_RUN_VERDICT_KEYS: dict[tuple, str] = {}
+
+
 def _bounded_put(memo: dict, key, value) -> None:
     if len(memo) >= scaled_bound(_DIGESTS_MIN):
         memo.clear()
