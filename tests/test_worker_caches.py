@@ -220,8 +220,8 @@ def test_a_run_reads_and_resolves_each_module_once(tmp_path, monkeypatch):
 def _one_run(monkeypatch) -> None:
     """This test's process as a worker of one run (cache.this_process_ends_with_its_run),
     with nothing kept yet, and as it was after the test."""
-    from nxc.backend.c import closure
-    from nxc.incremental import index
+    from nxc.backend.c import build, closure
+    from nxc.incremental import index, keys
     monkeypatch.setattr(cache, "_ends_with_its_run", False)
     cache.this_process_ends_with_its_run()
     assert cache.ends_with_its_run()
@@ -229,6 +229,9 @@ def _one_run(monkeypatch) -> None:
     monkeypatch.setattr(loader, "_RUN_IMPORTS", {})
     monkeypatch.setattr(closure, "_RUN_ORDERS", {})
     monkeypatch.setattr(index, "_RUN_ORDERS", {})
+    for memo in ("_RUN_OBJECT_KEYS", "_RUN_VERDICT_KEYS"):
+        monkeypatch.setattr(keys, memo, {})
+    monkeypatch.setattr(build, "_RUN_COMPILER", {})
 
 
 def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
@@ -281,7 +284,6 @@ def test_a_run_keeps_each_object_key_by_module_closure_digest_and_configuration(
     fresh_sources = _keys(check_file(top), "cfg", objects.closure_source_digest)
     assert keys._RUN_OBJECT_KEYS == {}                  # noqa: SLF001  outside a worker: nothing kept
     _one_run(monkeypatch)
-    monkeypatch.setattr(keys, "_RUN_OBJECT_KEYS", {})
     digests = []
     real_digest = objects.LinkedC.closure_interface_digest
     monkeypatch.setattr(objects.LinkedC, "closure_interface_digest",
@@ -320,7 +322,6 @@ def test_a_run_keeps_each_verdict_key_by_path_text_and_soft_f32(tmp_path, monkey
     fresh, fresh_soft = gate_keys(), gate_keys(True)
     assert fresh_soft != fresh and keys._RUN_VERDICT_KEYS == {}     # noqa: SLF001
     _one_run(monkeypatch)
-    monkeypatch.setattr(keys, "_RUN_VERDICT_KEYS", {})
     computed = []
     real = keys.verdict_key
     monkeypatch.setattr(keys, "verdict_key", lambda *a: computed.append(a[0]) or real(*a))
@@ -336,7 +337,6 @@ def test_a_run_keeps_the_compiler_found_for_its_cc_and_path(tmp_path, monkeypatc
     changed is looked up again; a process that outlives runs looks each time."""
     from nxc.backend.c import build
     _one_run(monkeypatch)
-    monkeypatch.setattr(build, "_RUN_COMPILER", {})
     bin_a, bin_b = tmp_path / "a", tmp_path / "b"
     for folder in (bin_a, bin_b):
         folder.mkdir()
