@@ -387,6 +387,25 @@ def ends_with_its_run() -> bool:
     return _ends_with_its_run
 
 
+def kept_for_the_run(memo: dict, key, compute, least: int = 1024):
+    """compute(), kept in `memo` under `key` while this process ends with its
+    run (computed each time otherwise: a process that outlives runs sees
+    every change). `key` names everything the answer follows from within a
+    run; `memo` holds at least `least` answers (scaled_bound), then starts over."""
+    if not _ends_with_its_run:
+        return compute()
+    found = memo.get(key, _NOT_KEPT)
+    if found is _NOT_KEPT:
+        found = compute()
+        if len(memo) >= scaled_bound(least):
+            memo.clear()
+        memo[key] = found
+    return found
+
+
+_NOT_KEPT = object()
+
+
 # An entry its caller found whole with what goes beside it (an object and
 # its stamp and site table: nxc/backend/c/objects.py), remembered with its
 # identity after it was marked used. A worker of a large tree asks for each

@@ -48,7 +48,7 @@ from functools import lru_cache
 from typing import Callable
 
 from nxc import __version__
-from nxc.cache import ends_with_its_run, file_digest, folders_digest, parts_digest, scaled_bound
+from nxc.cache import file_digest, folders_digest, kept_for_the_run, parts_digest, scaled_bound
 
 # ---------------------------------------------------------------- nxc's own code
 # scope -> (folders under the package, whether the runtime and grammar count,
@@ -168,14 +168,8 @@ def verdict_key_in_run(path: str, text_digest: str, closure: set[str], digests: 
     for each module of each gate: some 11,000 pairs a gate at 1,600 modules.
     The runner's planner (nxc/incremental/plan.py) computes its keys from the
     index's digests, never from this."""
-    if not ends_with_its_run():
-        return verdict_key(path, text_digest, closure, digests, soft_f32)
-    at = (path, text_digest, soft_f32)
-    key = _RUN_VERDICT_KEYS.get(at)
-    if key is None:
-        key = verdict_key(path, text_digest, closure, digests, soft_f32)
-        _bounded_put(_RUN_VERDICT_KEYS, at, key)
-    return key
+    return kept_for_the_run(_RUN_VERDICT_KEYS, (path, text_digest, soft_f32),
+                            lambda: verdict_key(path, text_digest, closure, digests, soft_f32), _DIGESTS_MIN)
 
 
 _RUN_VERDICT_KEYS: dict[tuple, str] = {}
@@ -234,17 +228,10 @@ def object_key_in_run(module, way, config: str, compute: Callable[[], str]) -> s
     the run. Not beyond it: an unchanged module is the same AST object in the
     next run too (the parse cache), whose imports may have changed. A gate of
     a 1,600-module tree asked for some 150 keys, each over its module's closure."""
-    if not ends_with_its_run():
-        return compute()
-    held = _RUN_OBJECT_KEYS.get((id(module), way, config))
-    if held is not None and held[0] is module:
-        return held[1]
-    key = compute()
-    _bounded_put(_RUN_OBJECT_KEYS, (id(module), way, config), (module, key))
-    return key
+    return kept_for_the_run(_RUN_OBJECT_KEYS, (module, way, config), compute, _DIGESTS_MIN)
 
 
-_RUN_OBJECT_KEYS: dict[tuple, tuple] = {}       # (id(module), way, config) -> (module, key)
+_RUN_OBJECT_KEYS: dict[tuple, str] = {}     # (module, way, config) -> key: the module held, by identity
 
 
 # ---------------------------------------------------------------- results

@@ -42,7 +42,7 @@ import cffi
 
 from nxc import __version__
 from nxc.backend.c.abi import GATE_CDEF
-from nxc.cache import (cache_dir, degrade_after, discard, ends_with_its_run, prune_due, prune_least_recent, present,
+from nxc.cache import (cache_dir, degrade_after, discard, kept_for_the_run, prune_due, prune_least_recent, present,
                        publish, scaled_bound, stamped, write_atomically)
 from nxc.diagnostics import ToolError
 from nxc.paths import runtime_dir
@@ -126,16 +126,10 @@ def compiler() -> list[str]:
     """The C compiler's command: CC split like a shell would (`CC="gcc -g"`
     works), else `cc` or `gcc` from PATH. Raises NoCompiler."""
     env = os.environ.get("CC", "").strip()
-    if not ends_with_its_run():
-        return _compiler(env)
     # A worker of `nxc test` asks for every object and link (some 8,000
     # times at 800 modules), and each answer searched PATH: it keeps the
     # answer for this CC and PATH until its run ends.
-    asked = (env, os.environ.get("PATH", ""))
-    found = _RUN_COMPILER.get(asked)
-    if found is None:
-        found = _RUN_COMPILER[asked] = _compiler(env)
-    return list(found)
+    return list(kept_for_the_run(_RUN_COMPILER, (env, os.environ.get("PATH", "")), lambda: _compiler(env)))
 
 
 _RUN_COMPILER: dict[tuple[str, str], list[str]] = {}
