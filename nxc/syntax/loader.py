@@ -310,8 +310,8 @@ def load_program(path: str, include: list[str] | None = None,
             module = read[0]
             by_path[real] = module      # before its imports: a cycle back to it stops here
             frame[3] = pending = iter(read[1])
+        folder = os.path.dirname(real)
         for imp in pending:
-            folder = os.path.dirname(real)
             hit = resolved.get((imp.path, folder, searched)) if resolved is not None else None
             if hit is None:
                 refusal = import_refusal(imp.path)

@@ -22,7 +22,7 @@ program (copies.COPIED, keyed on what decides that C, not on a program).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nxc.syntax import ast
 from nxc.check.program import Function, Program
@@ -51,6 +51,19 @@ class FunctionFacts:
     loop_plans: dict        # loop -> LoopPlan: checks done once before it (checked C)
     float_locals: frozenset  # locals that live as C floats (float32 unboxing)
     framed: bool            # keeps a shadow-stack frame (checked C)
+
+
+@dataclass
+class ModuleMembers:
+    """What one module declares in a program, each in the program's order."""
+    functions: list = field(default_factory=list)      # not the program's entry
+    structs: list = field(default_factory=list)
+    globals: list = field(default_factory=list)        # (symbol, value)
+    consts: list = field(default_factory=list)
+    externs: list = field(default_factory=list)
+
+
+_NO_MEMBERS = ModuleMembers()
 
 
 def is_straight_line(fn: Function) -> bool:
@@ -117,6 +130,7 @@ class ProgramFacts:
         self._functions: dict[int, FunctionFacts] = {}
         self._copied: dict[str, bool] = {}
         self._structs: dict[int, tuple] = {}
+        self._members: dict[str, ModuleMembers] | None = None
         # (copy digest, function name) -> the CopiedC found for this program's
         # units (copies.py): what copies_unknown found kept is there when the
         # unit is emitted, even if the bounded per-process memo has dropped it since.
@@ -150,6 +164,34 @@ class ProgramFacts:
         if self._by_name is None:
             self._by_name = {fn.decl.name: fn for fn in self.program.functions}
         return self._by_name
+
+    def members(self, module: ast.Module) -> ModuleMembers:
+        """What `module` declares in the program (interface_text asks for each
+        module of a gate's closure whose record it writes: grouped once, not a
+        walk of the whole program per module)."""
+        if self._members is None:
+            program, by_path = self.program, {}
+
+            def of(path: str) -> ModuleMembers:
+                found = by_path.get(path)
+                if found is None:
+                    found = by_path[path] = ModuleMembers()
+                return found
+            for fn in program.functions:
+                if fn is not program.entry:
+                    of(fn.module.source.path).functions.append(fn)
+            for st in program.structs:
+                if st.pos is not None:
+                    of(st.pos.file.path).structs.append(st)
+            for sym, value in program.globals:
+                if sym.module is not None:
+                    of(sym.module.source.path).globals.append((sym, value))
+            for kind, syms in (("consts", program.consts), ("externs", program.externs)):
+                for sym in syms:
+                    if sym.module is not None:
+                        getattr(of(sym.module.source.path), kind).append(sym)
+            self._members = by_path
+        return self._members.get(module.source.path, _NO_MEMBERS)
 
     def function(self, fn: Function) -> FunctionFacts:
         """The lowering of `fn` its emitter reads."""

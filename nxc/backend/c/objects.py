@@ -313,9 +313,8 @@ class LinkedC(CapturesMixin):
         """What `unit`'s C is written from: its module's functions, then its
         gate's main, if it has one (an imported module's gate is not one of
         the program's functions)."""
-        program = self._program
-        own = [fn for fn in program.functions if fn.module is unit.module and fn is not program.entry]
-        gate = program.gates.get(unit.module.source.path)
+        own = self.facts().members(unit.module).functions
+        gate = self._program.gates.get(unit.module.source.path)
         return own + ([gate.fn] if gate is not None else [])
 
     def emit_unit(self, unit: "ModuleUnit") -> UnitC:
@@ -354,8 +353,7 @@ class LinkedC(CapturesMixin):
 
 def record_of(facts: ProgramFacts, module, digest: str) -> dict:
     """The record of `module` (its bodies checked in `facts.program`)."""
-    program = facts.program
-    own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
+    own = facts.members(module).functions
     if not own:         # its interface only: no effects to compute (nor the program's fixed points)
         return {"interface": digest, **{k: [] for k in RECORD_LISTS}}
     fx, names = facts.effects, [fn.decl.name for fn in own]

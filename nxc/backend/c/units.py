@@ -182,7 +182,6 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     defined struct) is declared (C needs no layout for a pointer). What decides the
     choice is the unit's own bodies and its closure's interfaces (the
     layouts, the signatures, the copies' C): the object key's parts."""
-    program = facts.program
     by_name = facts.by_name
     copies, called, unknown = walk_copies(facts, own, copy_key, write=True)
     if unknown:         # the gate worker checks their bodies first, as LinkPlanner asks (needs.py)
@@ -192,13 +191,14 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     copied = sorted(copies.values(), key=lambda c: position(c[0].decl.pos))
     imported = [signature(by_name[n], "extern") for n in sorted(called)]
     paths = set(order)
-    visible = {st.name: st for st in program.structs if st.pos is not None and st.pos.file.path in paths}
+    members = [facts.members(m) for m in closure]
+    visible = {st.name: st for ms in members for st in ms.structs}
     uses = [facts.structs_of(fn) for fn in own] + [c.structs for _, c in copied]
     used = set().union(*(defined for defined, _ in uses))
     structs = _in_dependency_order([visible[n] for n in used if n in visible], position)
     named = [f.type for st in structs for f in st.fields]
     named += [t for n in called for t in [by_name[n].ret, *(p.type for p in by_name[n].params)]]
-    named += [sym.type for sym, _ in program.globals if sym.pos.file.path in paths]
+    named += [sym.type for ms in members for sym, _ in ms.globals]
     declared = ({st.name for st in structs} | {st.name for st in map(struct_of, named) if st is not None}
                 | set().union(*(names for _, names in uses)))
     declared = sorted((visible[n] for n in declared if n in visible), key=lambda st: position(st.pos))
@@ -241,7 +241,7 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
     key), or None."""
     program, checked = facts.program, facts.checked
     gate = program.gates.get(module.source.path)
-    own = [fn for fn in program.functions if fn.module is module and fn is not program.entry]
+    own = facts.members(module).functions
     mains = [gate.fn] if gate is not None else []
     copied, imported, structs, declared, paths, position = _unit_parts(facts, own + mains, closure, copy_key)
     sites: list[Site] = []
@@ -249,9 +249,9 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
                  + [function_entry(facts, fn, sites, linkage="module", site_macro=True) for fn in own]
                  + [function_entry(facts, fn, sites, linkage="module", name=gate_symbol(module), site_macro=True)
                     for fn in mains])
-    mine = [(sym, value) for sym, value in program.globals if sym.module is module]
-    others = sorted(((sym, value) for sym, value in program.globals
-                     if sym.module is not module and sym.pos.file.path in paths), key=lambda g: position(g[0].pos))
+    mine = facts.members(module).globals
+    others = sorted((g for m in closure if m is not module for g in facts.members(m).globals),
+                    key=lambda g: position(g[0].pos))
     text = _render(program, unit="module", about=module.source.path, functions=functions, sites=sites,
                    checked=checked, structs=[_struct_entry(st) for st in structs],
                    declared=[st.name for st in declared],
@@ -281,12 +281,10 @@ def interface_text(facts: ProgramFacts, module: ast.Module) -> str:
     A gate's worker computes it only for the modules whose bodies it checked;
     the others' digests come from the records kept with their objects
     (LinkedC in objects.py)."""
-    program = facts.program
+    members = facts.members(module)
     fx = None                   # a module without functions needs no effects (nor the program's fixed points)
     parts = []
-    for fn in program.functions:
-        if fn.module is not module or fn is program.entry:
-            continue
+    for fn in members.functions:
         fx = fx or facts.effects
         name = fn.decl.name
         parts.append(f"fn {signature(fn, 'extern')} unmaps={name in fx.may_unmap} "
@@ -296,16 +294,12 @@ def interface_text(facts: ProgramFacts, module: ast.Module) -> str:
             entry = function_entry(facts, fn, sites, site_macro=True)
             parts.append(f"body {entry['line']} {entry['path']}\n" + "\n".join(entry["body"]) + "\n"
                          + repr([(s.path, s.line, s.col, s.what, s.kind, s.function) for s in sites]))
-    for st in program.structs:
-        if st.pos is not None and st.pos.file.path == module.source.path:
-            parts.append(f"struct {st.name} {st.size} {[(c_type(f.type), f.name, f.offset) for f in st.fields]}")
-    for sym, value in program.globals:
-        if sym.module is module:
-            parts.append(f"global {sym.name} {sym.type} {value}")
-    for sym in program.consts:
-        if sym.module is module:
-            parts.append(f"const {sym.name} {sym.type} {sym.value}")
-    for sym in program.externs:
-        if sym.module is module:
-            parts.append(f"extern {sym.name} {sym.type}")
+    for st in members.structs:
+        parts.append(f"struct {st.name} {st.size} {[(c_type(f.type), f.name, f.offset) for f in st.fields]}")
+    for sym, value in members.globals:
+        parts.append(f"global {sym.name} {sym.type} {value}")
+    for sym in members.consts:
+        parts.append(f"const {sym.name} {sym.type} {sym.value}")
+    for sym in members.externs:
+        parts.append(f"extern {sym.name} {sym.type}")
     return "\n".join(parts)
