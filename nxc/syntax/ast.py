@@ -245,31 +245,75 @@ def subexpressions(e: Expr) -> tuple:
     return ()
 
 
+# walk's step per node class: which of the node's children it pushes. Found
+# once per class with the isinstance tests, in their order (a subclass walks
+# as its base does), then looked up by the class: the checker, the lowering
+# and the effects walk every checked body several times, and the chain of
+# isinstance tests per node was most of the walk's time.
+(_NONE, _LEAF_EXPR, _BINARY, _CALL, _UNARY, _CAST, _INDEX, _FIELD, _BLOCK, _VAR, _ASSIGN, _IF, _WHILE, _RETURN,
+ _EXPR_STMT) = range(15)
+_WALK_KIND: dict = {}
+
+
+def _walk_kind(cls) -> int:
+    for base, kind in ((Block, _BLOCK), (VarDecl, _VAR), (Assign, _ASSIGN), (If, _IF), (While, _WHILE),
+                       (Return, _RETURN), (ExprStmt, _EXPR_STMT), (Unary, _UNARY), (Binary, _BINARY),
+                       (Cast, _CAST), (Call, _CALL), (Index, _INDEX), (FieldAccess, _FIELD), (Expr, _LEAF_EXPR)):
+        if issubclass(cls, base):
+            _WALK_KIND[cls] = kind
+            return kind
+    _WALK_KIND[cls] = _NONE
+    return _NONE
+
+
 def walk(node):
     """Every statement and expression node inside `node` (itself included),
     outer ones first, in source order (an explicit stack: no recursion limit)."""
     stack = [node]
+    pop, push, extend = stack.pop, stack.append, stack.extend
+    kinds = _WALK_KIND
     while stack:
-        n = stack.pop()
+        n = pop()
         if n is None:
             continue
         yield n
-        if isinstance(n, Block):
-            stack.extend(reversed(n.stmts))
-        elif isinstance(n, VarDecl):
-            stack.append(n.value)
-        elif isinstance(n, Assign):
-            stack.extend((n.value, n.target))
-        elif isinstance(n, If):
-            stack.extend((n.orelse, n.then, n.cond))
-        elif isinstance(n, While):
-            stack.extend((n.body, n.cond))
-        elif isinstance(n, Return):
-            stack.append(n.value)
-        elif isinstance(n, ExprStmt):
-            stack.append(n.expr)
-        elif isinstance(n, Expr):
-            stack.extend(reversed(subexpressions(n)))
+        k = kinds.get(n.__class__)
+        if k is None:
+            k = _walk_kind(n.__class__)
+        if k <= _LEAF_EXPR:
+            continue
+        if k == _BINARY:
+            push(n.right)
+            push(n.left)
+        elif k == _CALL:
+            extend(reversed(n.args))
+        elif k == _UNARY:
+            push(n.operand)
+        elif k == _CAST:
+            push(n.expr)
+        elif k == _INDEX:
+            push(n.index)
+            push(n.base)
+        elif k == _FIELD:
+            push(n.base)
+        elif k == _BLOCK:
+            extend(reversed(n.stmts))
+        elif k == _VAR:
+            push(n.value)
+        elif k == _ASSIGN:
+            push(n.value)
+            push(n.target)
+        elif k == _IF:
+            push(n.orelse)
+            push(n.then)
+            push(n.cond)
+        elif k == _WHILE:
+            push(n.body)
+            push(n.cond)
+        elif k == _RETURN:
+            push(n.value)
+        else:                   # _EXPR_STMT
+            push(n.expr)
 
 
 def conjuncts(e: Expr):
