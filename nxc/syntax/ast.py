@@ -9,6 +9,7 @@ by every check that imports it. `NodeVisitor` dispatches on the class name (pycp
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Optional
 
 from nxc.diagnostics import Pos
@@ -228,42 +229,53 @@ class Module(Node):
         return [i for i in self.items if isinstance(i, Import)]
 
 
-def subexpressions(e: Expr) -> tuple:
-    """The direct operand expressions of `e`, left to right."""
-    if isinstance(e, Unary):
-        return (e.operand,)
-    if isinstance(e, Binary):
-        return (e.left, e.right)
-    if isinstance(e, Cast):
-        return (e.expr,)
-    if isinstance(e, Call):
-        return tuple(e.args)
-    if isinstance(e, Index):
-        return (e.base, e.index)
-    if isinstance(e, FieldAccess):
-        return (e.base,)
+# The children of each statement and expression class, in source order: a
+# field holding one node (or None), or with `*` a list of them. `walk` and
+# `subexpressions` both read it, through a step found once per class (a
+# subclass takes its first listed base's, in this order), then looked up by
+# the class: the checker, the lowering and the effects walk every checked
+# body several times, and a chain of isinstance tests per node was most of
+# the walk's time.
+_CHILDREN = ((Block, ("*stmts",)), (VarDecl, ("value",)), (Assign, ("target", "value")),
+             (If, ("cond", "then", "orelse")), (While, ("cond", "body")), (Return, ("value",)),
+             (ExprStmt, ("expr",)), (Unary, ("operand",)), (Binary, ("left", "right")), (Cast, ("expr",)),
+             (Call, ("*args",)), (Index, ("base", "index")), (FieldAccess, ("base",)))
+
+
+def _children_fields(cls) -> tuple:
+    for base, fields in _CHILDREN:
+        if issubclass(cls, base):
+            return fields
     return ()
 
 
-# walk's step per node class: which of the node's children it pushes. Found
-# once per class with the isinstance tests, in their order (a subclass walks
-# as its base does), then looked up by the class: the checker, the lowering
-# and the effects walk every checked body several times, and the chain of
-# isinstance tests per node was most of the walk's time.
-(_NONE, _LEAF_EXPR, _BINARY, _CALL, _UNARY, _CAST, _INDEX, _FIELD, _BLOCK, _VAR, _ASSIGN, _IF, _WHILE, _RETURN,
- _EXPR_STMT) = range(15)
-_WALK_KIND: dict = {}
+_OPERANDS: dict = {}        # class -> its instances' subexpressions
 
 
-def _walk_kind(cls) -> int:
-    for base, kind in ((Block, _BLOCK), (VarDecl, _VAR), (Assign, _ASSIGN), (If, _IF), (While, _WHILE),
-                       (Return, _RETURN), (ExprStmt, _EXPR_STMT), (Unary, _UNARY), (Binary, _BINARY),
-                       (Cast, _CAST), (Call, _CALL), (Index, _INDEX), (FieldAccess, _FIELD), (Expr, _LEAF_EXPR)):
-        if issubclass(cls, base):
-            _WALK_KIND[cls] = kind
-            return kind
-    _WALK_KIND[cls] = _NONE
-    return _NONE
+def subexpressions(e: Expr) -> tuple:
+    """The direct operand expressions of `e`, left to right."""
+    get = _OPERANDS.get(e.__class__)
+    if get is None:
+        fields = _children_fields(e.__class__) if isinstance(e, Expr) else ()
+        if not fields:
+            get = lambda e: ()                                  # noqa: E731
+        elif fields[0].startswith("*"):
+            get = lambda e, many=attrgetter(fields[0][1:]): tuple(many(e))     # noqa: E731
+        elif len(fields) == 1:
+            get = lambda e, one=attrgetter(fields[0]): (one(e),)              # noqa: E731
+        else:
+            get = attrgetter(*fields)                           # a tuple of them
+        _OPERANDS[e.__class__] = get
+    return get(e)
+
+
+_PUSHES: dict = {}          # class -> ((getter, is a list), ...): what walk pushes, last child first
+
+
+def _pushes(cls) -> tuple:
+    found = _PUSHES[cls] = tuple((attrgetter(f.lstrip("*")), f.startswith("*"))
+                                 for f in reversed(_children_fields(cls)))
+    return found
 
 
 def walk(node):
@@ -271,49 +283,20 @@ def walk(node):
     outer ones first, in source order (an explicit stack: no recursion limit)."""
     stack = [node]
     pop, push, extend = stack.pop, stack.append, stack.extend
-    kinds = _WALK_KIND
+    pushes = _PUSHES
     while stack:
         n = pop()
         if n is None:
             continue
         yield n
-        k = kinds.get(n.__class__)
-        if k is None:
-            k = _walk_kind(n.__class__)
-        if k <= _LEAF_EXPR:
-            continue
-        if k == _BINARY:
-            push(n.right)
-            push(n.left)
-        elif k == _CALL:
-            extend(reversed(n.args))
-        elif k == _UNARY:
-            push(n.operand)
-        elif k == _CAST:
-            push(n.expr)
-        elif k == _INDEX:
-            push(n.index)
-            push(n.base)
-        elif k == _FIELD:
-            push(n.base)
-        elif k == _BLOCK:
-            extend(reversed(n.stmts))
-        elif k == _VAR:
-            push(n.value)
-        elif k == _ASSIGN:
-            push(n.value)
-            push(n.target)
-        elif k == _IF:
-            push(n.orelse)
-            push(n.then)
-            push(n.cond)
-        elif k == _WHILE:
-            push(n.body)
-            push(n.cond)
-        elif k == _RETURN:
-            push(n.value)
-        else:                   # _EXPR_STMT
-            push(n.expr)
+        steps = pushes.get(n.__class__)
+        if steps is None:
+            steps = _pushes(n.__class__)
+        for get, many in steps:
+            if many:
+                extend(reversed(get(n)))
+            else:
+                push(get(n))
 
 
 def conjuncts(e: Expr):

@@ -63,9 +63,6 @@ class ModuleMembers:
     externs: list = field(default_factory=list)
 
 
-_NO_MEMBERS = ModuleMembers()
-
-
 def is_straight_line(fn: Function) -> bool:
     """No branch and no loop: declarations, assignments and calls, then one return."""
     stmts = fn.decl.body.stmts
@@ -191,7 +188,8 @@ class ProgramFacts:
                     if sym.module is not None:
                         getattr(of(sym.module.source.path), kind).append(sym)
             self._members = by_path
-        return self._members.get(module.source.path, _NO_MEMBERS)
+        found = self._members.get(module.source.path)
+        return found if found is not None else ModuleMembers()     # (a fresh one: callers may hold it)
 
     def function(self, fn: Function) -> FunctionFacts:
         """The lowering of `fn` its emitter reads."""

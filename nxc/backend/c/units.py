@@ -172,7 +172,7 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     vectorize them) as their CopiedC, the prototypes of the
     other imported functions it calls, the structs of its import closure it
     uses (dependencies first) and those it only names (a forward declaration
-    each), and the paths of its closure.
+    each), and the position of a declaration in the closure's order.
 
     A struct is defined in full when a function of the unit (its own, its
     gate, a copy) holds a value of it or reads a field of it
@@ -190,7 +190,6 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     position = lambda pos: (order.get(pos.file.path, len(order)), pos.line, pos.col)   # noqa: E731
     copied = sorted(copies.values(), key=lambda c: position(c[0].decl.pos))
     imported = [signature(by_name[n], "extern") for n in sorted(called)]
-    paths = set(order)
     members = [facts.members(m) for m in closure]
     visible = {st.name: st for ms in members for st in ms.structs}
     uses = [facts.structs_of(fn) for fn in own] + [c.structs for _, c in copied]
@@ -202,7 +201,7 @@ def _unit_parts(facts: ProgramFacts, own: list[Function], closure: list[ast.Modu
     declared = ({st.name for st in structs} | {st.name for st in map(struct_of, named) if st is not None}
                 | set().union(*(names for _, names in uses)))
     declared = sorted((visible[n] for n in declared if n in visible), key=lambda st: position(st.pos))
-    return [c for _, c in copied], imported, structs, declared, paths, position
+    return [c for _, c in copied], imported, structs, declared, position
 
 
 def _in_dependency_order(structs: list, position) -> list:
@@ -241,21 +240,21 @@ def emit_module(facts: ProgramFacts, module: ast.Module, closure: list[ast.Modul
     key), or None."""
     program, checked = facts.program, facts.checked
     gate = program.gates.get(module.source.path)
-    own = facts.members(module).functions
+    mine = facts.members(module)
+    own = mine.functions
     mains = [gate.fn] if gate is not None else []
-    copied, imported, structs, declared, paths, position = _unit_parts(facts, own + mains, closure, copy_key)
+    copied, imported, structs, declared, position = _unit_parts(facts, own + mains, closure, copy_key)
     sites: list[Site] = []
     functions = ([c.placed(sites) for c in copied]
                  + [function_entry(facts, fn, sites, linkage="module", site_macro=True) for fn in own]
                  + [function_entry(facts, fn, sites, linkage="module", name=gate_symbol(module), site_macro=True)
                     for fn in mains])
-    mine = facts.members(module).globals
     others = sorted((g for m in closure if m is not module for g in facts.members(m).globals),
                     key=lambda g: position(g[0].pos))
     text = _render(program, unit="module", about=module.source.path, functions=functions, sites=sites,
                    checked=checked, structs=[_struct_entry(st) for st in structs],
                    declared=[st.name for st in declared],
-                   globals_=[_global_entry(sym, value, "") for sym, value in mine],
+                   globals_=[_global_entry(sym, value, "") for sym, value in mine.globals],
                    extern_globals=[_global_entry(sym, value, "") for sym, value in others],
                    imported=imported, module_id=module_c_id(module), gate=gate_symbol(module) if mains else None,
                    int_types=_division_types(functions))
