@@ -4,7 +4,8 @@
     python bench/c_lines.py /tmp/tree [--unchecked]
 
 Each module of the tree (and the bundled modules it imports) is emitted once,
-as its own object's C (emit_module_c, as a gate's link builds it); prints the
+as its own object's C (`nxc emit-c --object`: nxc.cli.module_object_c, as a
+gate's worker writes it); prints the
 total, the largest unit, and the .nx lines beside them. No compiler is run:
 the figure is the C a cold build hands to cc1, which bounds its CPU.
 """
@@ -17,10 +18,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from nxc.backend.c.closure import import_closure  # noqa: E402
-from nxc.backend.c.emit import emit_module_c  # noqa: E402
-from nxc.check.frontend import check_file  # noqa: E402
+from nxc.cli import module_object_c  # noqa: E402
 from nxc.diagnostics import Diagnostics  # noqa: E402
+from nxc.syntax.loader import load_program  # noqa: E402
 
 
 def main() -> int:
@@ -34,13 +34,12 @@ def main() -> int:
     for name in sorted(os.listdir(args.tree)):
         if not name.endswith(".nx"):
             continue
-        program = check_file(os.path.join(args.tree, name), diags=Diagnostics())
-        for module in program.graph.modules:
+        for module in load_program(os.path.join(args.tree, name)).modules:
             p = module.source.path
             if p in done:
                 continue
-            unit = emit_module_c(program, module, import_closure(program, module), checked=not args.unchecked)
-            done[p] = unit.text.count("\n")
+            text, _ = module_object_c(p, [], Diagnostics(), checked=not args.unchecked)
+            done[p] = text.count("\n")
             with open(p, encoding="utf-8") as f:
                 nx_lines += sum(1 for _ in f)
     big = max(done, key=done.get)

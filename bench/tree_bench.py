@@ -136,24 +136,27 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
               f"(user {r['user']:6.1f} s, sys {r['sys']:5.1f} s)  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
     if yardstick:
-        rows.append(own_c_yardstick(tree, n, graph))
+        rows.append(own_c_yardstick(tree, n, graph, cache))
     split = front_end_split(top, cache)
     print(f"# {n} {graph}: front end of {os.path.basename(top)} (closure {split['modules']} modules): "
           + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in split.items() if k != "modules"), flush=True)
     return rows
 
 
-def own_c_yardstick(tree: str, n: int, graph: str) -> dict:
-    """CPU seconds of one `cc -c` of each module's own C (nxc's object flags)."""
+def own_c_yardstick(tree: str, n: int, graph: str, cache: str) -> dict:
+    """CPU seconds of one `cc -c` of each module's own C (nxc's object flags).
+    The C is `nxc emit-c --object`'s (nxc.cli.module_object_c: each module
+    checked as a gate's worker checks it, with `cache`'s records), the
+    text a whole check of its program gives (tests/test_emit_object.py)."""
     import resource
     import tempfile
+    os.environ["NXC_CACHE_DIR"] = cache
     from nxc.backend.c.build import compiler
-    from nxc.backend.c.closure import import_closure
-    from nxc.backend.c.emit import emit_module_c
     from nxc.backend.c.objects import object_flags
-    from nxc.check.frontend import check_file
+    from nxc.cli import module_object_c
     from nxc.diagnostics import Diagnostics
     from nxc.paths import runtime_dir
+    from nxc.syntax.loader import load_program
     done: set[str] = set()
     cpu = 0.0
     lines = 0
@@ -161,16 +164,15 @@ def own_c_yardstick(tree: str, n: int, graph: str) -> dict:
         for name in sorted(os.listdir(tree)):
             if not name.endswith(".nx"):
                 continue
-            program = check_file(os.path.join(tree, name), diags=Diagnostics())
-            for module in program.graph.modules:
+            for module in load_program(os.path.join(tree, name)).modules:
                 if module.source.path in done:
                     continue
                 done.add(module.source.path)
-                unit = emit_module_c(program, module, import_closure(program, module), checked=True)
+                text, _ = module_object_c(module.source.path, [], Diagnostics(), checked=True)
                 c_file = os.path.join(tmp, f"m{len(done)}.c")
                 with open(c_file, "w", encoding="utf-8") as f:
-                    f.write(unit.text)
-                lines += unit.text.count("\n")
+                    f.write(text)
+                lines += text.count("\n")
                 before = resource.getrusage(resource.RUSAGE_CHILDREN)
                 subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
                                 "-o", c_file + ".o"], check=True)

@@ -305,16 +305,12 @@ def cmd_emit(args) -> int:
             return _emit_objects(_modules_of(args.files), args)
         args.file = args.files[0]
     try:
-        program, _ = _front(args.file, args)
+        if args.command == "emit-c" and args.object:
+            text = _object_c(args.file, args)
+        else:
+            text = _emitted_text(args)
     except CompileError as exc:
         return _report_compile_error(exc)
-    from nxc.backend.registry import backend_for
-    if args.command == "emit-c" and args.object:
-        text = _object_c(program, args)
-    elif args.command == "emit-c":
-        text = backend_for("c", checked=not args.unchecked).emit(program).text
-    else:
-        text = backend_for("py").emit(program).text
     if args.output:
         _write_text(args.output, text)
     else:
@@ -322,12 +318,48 @@ def cmd_emit(args) -> int:
     return EXIT_OK
 
 
-def _object_c(program, args) -> str:
-    """The C of the root module's own object (`nxc emit-c --object`)."""
-    from nxc.backend.c.closure import import_closure
-    from nxc.backend.c.emit import emit_module_c
-    root = program.graph.root
-    return emit_module_c(program, root, import_closure(program, root), checked=not args.unchecked).text
+def _emitted_text(args) -> str:
+    """The whole program as one file: `nxc emit-c` (C) or `nxc emit-py` (Python)."""
+    program, _ = _front(args.file, args)
+    from nxc.backend.registry import backend_for
+    if args.command == "emit-c":
+        return backend_for("c", checked=not args.unchecked).emit(program).text
+    return backend_for("py").emit(program).text
+
+
+def module_object_c(path: str, include: list[str], diags: Diagnostics, *, checked: bool = True,
+                    soft_f32: bool = False) -> tuple[str, list[str]]:
+    """(the C of the module at `path`'s own object, the warnings of its check):
+    `nxc emit-c --object`, and bench/tree_bench.py's yardstick. The module is
+    checked as a gate's worker checks it: the declarations of its closure,
+    its own bodies and those its C copies in (check_gate, then what the C
+    backend asks for: nxc/gates/execute.py, final_program), not every body
+    of its closure as a whole check does (0.24 s a module of the 800-module
+    tree). The C is the same (tests/test_emit_object.py). Raises CompileError."""
+    from nxc.backend.registry import backend_for
+    from nxc.check.frontend import check_file
+    from nxc.check.summary import check_gate
+    from nxc.gates.execute import Options, final_program
+    backend = backend_for("c", checked=checked)
+    real = os.path.realpath(path)
+    found = check_gate(path, list(include), diags, soft_f32=soft_f32)
+    if found is None:       # the worker's check cannot stand for the whole one here: the whole one
+        program = check_file(path, list(include), diags, soft_f32=soft_f32)
+        return backend.object_text(backend.emit(program), real), [d.render() for d in diags.warnings]
+    options = Options(include=list(include), soft_f32=soft_f32, checked=checked)
+    _, emitted = final_program(found, options, emit={real})
+    return backend.object_text(emitted, real), list(found.warnings)
+
+
+def _object_c(path: str, args) -> str:
+    """The C of `path`'s own object (`nxc emit-c --object`), its warnings printed."""
+    diags = Diagnostics(warnings=not args.no_warn)
+    text, warnings = module_object_c(path, args.include, diags, checked=not args.unchecked,
+                                     soft_f32=args.soft_f32)
+    if not args.no_warn:
+        for warning in warnings:
+            print(warning, file=sys.stderr)
+    return text
 
 
 def _write_text(path: str, text: str) -> None:
@@ -359,11 +391,11 @@ def _emit_objects(paths: list[str], args) -> int:
     for (real, path), stem in zip(given, stems):
         name = stem if stems.count(stem) == 1 else module_c_id_of(real)
         try:
-            program, _ = _front(path, args)
+            text = _object_c(path, args)
         except CompileError as exc:
             status = _report_compile_error(exc)
             continue
-        _write_text(os.path.join(args.output, name + ".c"), _object_c(program, args))
+        _write_text(os.path.join(args.output, name + ".c"), text)
     return status
 
 

@@ -167,10 +167,12 @@ class Backend(abc.ABC):
         """The program's code for this target (a final program: every body it
         emits checked; a partial one goes through `plan_bodies` first)."""
 
-    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True) -> BodyPlan:
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None) -> BodyPlan:
         """What this backend needs checked of `program` before it emits it, as a
         `BodyPlan` the caller asks until it needs nothing (the backend never
-        calls the checker itself)."""
+        calls the checker itself). emit: the real paths of the modules whose
+        code will be emitted, when the caller knows (`nxc emit-c --object`);
+        default: what a build needs."""
         return BodyPlan(self)
 
     @abc.abstractmethod

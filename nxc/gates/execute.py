@@ -291,17 +291,19 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
                      [m.source.path for m in program.graph.modules])
 
 
-def final_program(found, options: Options) -> tuple:
+def final_program(found, options: Options, emit=None) -> tuple:
     """(the final program, the C backend's emitted code of it) of a gate
     worker's partial check `found` (check_gate): the backend says which
     records and bodies it needs before it can emit (Backend.plan_bodies),
     they are given and checked here, and it is asked again with the new
     program, until it needs nothing. The backend never calls the checker,
-    and the program it emits does not change under it."""
+    and the program it emits does not change under it. emit: the real paths
+    of the modules whose C will be emitted (default: those a build of the
+    gate compiles)."""
     from nxc.backend.registry import backend_for
     program = found.bodies.program
     asking = backend_for("c", checked=options.checked).plan_bodies(program, opt=options.opt,
-                                                                    use_cache=options.use_cache)
+                                                                    use_cache=options.use_cache, emit=emit)
     while need := asking.needed(program):
         program = found.bodies.meet(need)
     return program, asking.emitted(program)

@@ -59,11 +59,23 @@ class CBackend(base.Backend):
         # the whole program as one file (LinkedC.whole).
         return _objects().LinkedC(program, checked=self.checked)
 
-    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True):
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None):
         # A gate worker's partial program: the link asks for the records and
         # bodies it needs (nxc/backend/c/needs.py); a whole one needs nothing.
         from nxc.backend.c.needs import LinkPlanner
-        return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache)
+        return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache, emit=emit)
+
+    def object_text(self, emitted, module_path: str) -> str:
+        """The C of the object of the module at real path `module_path` in
+        `emitted` (this backend's emitted code of a final program, LinkedC):
+        `nxc emit-c --object`. A module with nothing of its own to compile
+        (consts, structs, externs) has no object in a link; its file is
+        written all the same."""
+        for unit in emitted.units:
+            if unit.module.source.path == module_path:
+                return emitted.emit_unit(unit).text
+        [module] = [m for m in emitted.program.graph.modules if m.source.path == module_path]
+        return emitted.emit_unit(_objects().ModuleUnit(module, emitted.closure_of(module), "")).text
 
     def build(self, emitted, *, purpose: str = "gate", opt: str = "2", use_cache: bool = True):
         if isinstance(emitted, _objects().LinkedC):
