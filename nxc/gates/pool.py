@@ -35,30 +35,32 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
     # thread, so that the host dies with the worker.
     gate_host.enable()
     this_process_ends_with_its_run()    # what it reads stands for the run (nxc/cache.py)
+    # All of it in one nxc.deep thread, which lives as long as the worker:
+    # the checker's and emitters' @deep calls then run in it directly. Each
+    # of them started a thread with a 512 MiB stack of its own, four a gate,
+    # 0.17 ms each and more for the stack pages faulted in again as deep as
+    # the walk went (docs/performance.md, twenty-fourth session).
+    from nxc.deep import run_deep
     profiles = os.environ.get("NXC_PROFILE_DIR")
     if profiles:
-        _profiled(conn, options, profiles)
+        run_deep(_profiled, conn, options, profiles)
     else:
-        _serve(conn, options)
+        run_deep(_serve, conn, options)
 
 
 def _profiled(conn, options: Options, folder: str) -> None:
     """NXC_PROFILE_DIR: the worker's cProfile, written to FOLDER/w<pid>.prof
-    when it ends (merge them with pstats.Stats(*files)). It runs in one
-    nxc.deep thread, so that the profile sees the checks and emitters too
+    when it ends (merge them with pstats.Stats(*files)). Run in the worker's
+    nxc.deep thread, the profile sees the checks and emitters too
     (docs/performance.md: how the index notes were found)."""
     import cProfile
-    from nxc.deep import run_deep
-
-    def serve() -> None:
-        profile = cProfile.Profile()
-        profile.enable()
-        try:
-            _serve(conn, options)
-        finally:
-            profile.disable()
-            profile.dump_stats(os.path.join(folder, f"w{os.getpid()}.prof"))
-    run_deep(serve)
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        _serve(conn, options)
+    finally:
+        profile.disable()
+        profile.dump_stats(os.path.join(folder, f"w{os.getpid()}.prof"))
 
 
 def _serve(conn, options: Options) -> None:
