@@ -53,6 +53,27 @@ def test_integer_literals(text, value):
     assert parse_int_literal(text) == value
 
 
+@pytest.mark.parametrize("text", ["0x", "0x12g", "0xz", "0x_1", "0x 1", "0x+1", "0X-1", "0x1.5", "0b102", "12ab",
+                                  "0x\u0661", "0" * 30 + "x1"])
+def test_bad_integer_literals(text):
+    assert parse_int_literal(text) is None
+
+
+def test_hex_literals_with_the_regexes_answer():
+    # the hex fast path gives what the regular forms give, leading zeros and
+    # lengths past 64 bits included
+    for text in ("0x0", "0X00ff", "0x" + "0" * 100 + "1", "0x" + "f" * 16, "0x1" + "0" * 16, "0x" + "f" * 70,
+                 "0x" + "f" * 71, "0xABCdef"):
+        assert parse_int_literal(text) == _regex_int(text), text
+
+
+def _regex_int(text):
+    import re
+    m = re.fullmatch(r"0[xX]([0-9A-Fa-f]+)", text)
+    digits = m.group(1).lstrip("0")
+    return int(digits or "0", 16) if len(digits) <= 70 else 1 << 64
+
+
 def test_precedence_is_rust_like():
     e = body("return 1 + 2 * 3 << 1 & 7 == 6 || false")[0].value
     # || loosest, then ==, then &, then <<, then +, then *

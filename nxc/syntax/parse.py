@@ -391,6 +391,15 @@ def parse_int_literal(text: str) -> int | None:
             return int(text)
         digits = text.lstrip("0")
         return int(digits or "0") if len(digits) <= 20 else _TOO_BIG
+    if text[:2] in ("0x", "0X") and text[2:].isalnum() and text.isascii():
+        # float32 bit patterns make hex the second commonest form (a tenth of
+        # a generated tree's literals): without the regexes. isalnum() keeps
+        # out what int() would take besides digits ("_", spaces, a sign).
+        try:
+            value = int(text[2:], 16)
+        except ValueError:
+            return None                         # 0x12g: a bad literal
+        return value if value.bit_length() <= 280 else _TOO_BIG       # 70 hex digits, as below
     for pattern, base in _INT_FORMS:
         m = pattern.match(text)
         if m:
