@@ -19,7 +19,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from nxc.cli import module_object_c  # noqa: E402
-from nxc.diagnostics import Diagnostics  # noqa: E402
 from nxc.syntax.loader import load_program  # noqa: E402
 
 
@@ -38,7 +37,7 @@ def main() -> int:
             p = module.source.path
             if p in done:
                 continue
-            text, _ = module_object_c(p, [], Diagnostics(), checked=not args.unchecked)
+            text, _ = module_object_c(p, [], checked=not args.unchecked)
             done[p] = text.count("\n")
             with open(p, encoding="utf-8") as f:
                 nx_lines += sum(1 for _ in f)

@@ -154,7 +154,6 @@ def own_c_yardstick(tree: str, n: int, graph: str, cache: str) -> dict:
     from nxc.backend.c.build import compiler
     from nxc.backend.c.objects import object_flags
     from nxc.cli import module_object_c
-    from nxc.diagnostics import Diagnostics
     from nxc.paths import runtime_dir
     from nxc.syntax.loader import load_program
     done: set[str] = set()
@@ -168,7 +167,7 @@ def own_c_yardstick(tree: str, n: int, graph: str, cache: str) -> dict:
                 if module.source.path in done:
                     continue
                 done.add(module.source.path)
-                text, _ = module_object_c(module.source.path, [], Diagnostics(), checked=True)
+                text, _ = module_object_c(module.source.path, [], checked=True)
                 c_file = os.path.join(tmp, f"m{len(done)}.c")
                 with open(c_file, "w", encoding="utf-8") as f:
                     f.write(text)

@@ -327,7 +327,7 @@ def _emitted_text(args) -> str:
     return backend_for("py").emit(program).text
 
 
-def module_object_c(path: str, include: list[str], diags: Diagnostics, *, checked: bool = True,
+def module_object_c(path: str, include: list[str], *, checked: bool = True,
                     soft_f32: bool = False) -> tuple[str, list[str]]:
     """(the C of the module at `path`'s own object, the warnings of its check):
     `nxc emit-c --object`, and bench/tree_bench.py's yardstick. The module is
@@ -342,8 +342,13 @@ def module_object_c(path: str, include: list[str], diags: Diagnostics, *, checke
     from nxc.gates.execute import Options, final_program
     backend = backend_for("c", checked=checked)
     real = os.path.realpath(path)
-    found = check_gate(path, list(include), diags, soft_f32=soft_f32)
-    if found is None:       # the worker's check cannot stand for the whole one here: the whole one
+    found = check_gate(path, list(include), Diagnostics(), soft_f32=soft_f32)
+    if found is None:
+        # The worker's check cannot stand for the whole one here (a body
+        # uses a name from outside its closure; nesting too deep for it):
+        # the whole one, with diagnostics of its own (check_gate's stopped
+        # half way).
+        diags = Diagnostics()
         program = check_file(path, list(include), diags, soft_f32=soft_f32)
         return backend.object_text(backend.emit(program), real), [d.render() for d in diags.warnings]
     options = Options(include=list(include), soft_f32=soft_f32, checked=checked)
@@ -352,10 +357,8 @@ def module_object_c(path: str, include: list[str], diags: Diagnostics, *, checke
 
 
 def _object_c(path: str, args) -> str:
-    """The C of `path`'s own object (`nxc emit-c --object`), its warnings printed."""
-    diags = Diagnostics(warnings=not args.no_warn)
-    text, warnings = module_object_c(path, args.include, diags, checked=not args.unchecked,
-                                     soft_f32=args.soft_f32)
+    """The C of `path`'s own object (`nxc emit-c --object`), its warnings printed (unless -w)."""
+    text, warnings = module_object_c(path, args.include, checked=not args.unchecked, soft_f32=args.soft_f32)
     if not args.no_warn:
         for warning in warnings:
             print(warning, file=sys.stderr)

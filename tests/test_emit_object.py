@@ -64,7 +64,7 @@ def test_the_same_c_as_the_whole_check_cold_and_warm(write_nx, tmp_path, monkeyp
     paths = _tree(write_nx)
     for _ in range(2):                  # cold, then from the records and verdicts the first wrote
         for path in reversed(paths):    # the top first: nothing below it recorded yet
-            text, warnings = module_object_c(path, [], Diagnostics(), checked=checked)
+            text, warnings = module_object_c(path, [], checked=checked)
             assert text == _whole_check_c(path, checked=checked), path
             assert warnings == []
 
@@ -75,15 +75,15 @@ def test_the_bundled_modules_the_same_c(tmp_path, monkeypatch):
     names = ["nx_qwen3.nx", "nx_f32_gqa_attention.nx", "nx_f32_linear.nx", "nx_paged_kv_gate.nx", "nx_f32.nx"]
     for name in names:
         path = os.path.join(bundled_dir(), name)
-        assert module_object_c(path, [], Diagnostics())[0] == _whole_check_c(path), name
+        assert module_object_c(path, [])[0] == _whole_check_c(path), name
 
 
 def test_soft_f32_the_same_c(tmp_path, monkeypatch):
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     path = os.path.join(bundled_dir(), "nx_f32_rms_norm.nx")
-    text, _ = module_object_c(path, [], Diagnostics(), soft_f32=True)
+    text, _ = module_object_c(path, [], soft_f32=True)
     assert text == _whole_check_c(path, soft_f32=True)
-    assert text != module_object_c(path, [], Diagnostics())[0]
+    assert text != module_object_c(path, [])[0]
 
 
 def test_the_closure_bodies_are_not_all_checked(write_nx, tmp_path, monkeypatch):
@@ -91,8 +91,8 @@ def test_the_closure_bodies_are_not_all_checked(write_nx, tmp_path, monkeypatch)
     # lib.nx (whose functions top's C does not copy) are not checked
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
     lib, mid, top = _tree(write_nx)
-    module_object_c(lib, [], Diagnostics())         # lib's record and verdict
-    module_object_c(mid, [], Diagnostics())
+    module_object_c(lib, [])         # lib's record and verdict
+    module_object_c(mid, [])
 
     def no_whole_check(*args, **kwargs):
         raise AssertionError("emit-c --object checked the whole program")
@@ -148,4 +148,28 @@ def test_the_same_c_after_the_gate_was_built(write_nx, tmp_path, monkeypatch):
     assert main(["test", "-q", top]) == 0
     copies.COPIED.entries.clear()       # as a new process: no helper's C kept from the build
     for path in (top, mid):
-        assert module_object_c(path, [], Diagnostics())[0] == _whole_check_c(path), path
+        assert module_object_c(path, [])[0] == _whole_check_c(path), path
+
+
+def test_where_the_workers_check_cannot_stand_for_the_whole_one(write_nx, capsys, monkeypatch):
+    # check_gate gives None (a body used a name from outside its closure, or
+    # nesting too deep for it): the whole check, its warnings printed once
+    from nxc.check import summary
+    path = write_nx("""
+        import "lib.nx"
+        func f() -> i64 {
+            return lib_twice(1);
+            return 2;
+        }
+    """, "fallback.nx")
+    write_nx(LIB, "lib.nx")
+    real_check_gate = summary.check_gate
+
+    def half_way(path, include, diags, soft_f32=False):
+        real_check_gate(path, include, diags, soft_f32=soft_f32)     # its diagnostics, then it gives up
+        return None
+    monkeypatch.setattr(summary, "check_gate", half_way)
+    assert main(["emit-c", "--object", path]) == 0
+    out, err = capsys.readouterr()
+    assert out == _whole_check_c(path)
+    assert err.count("warning: unreachable code") == 1, err
