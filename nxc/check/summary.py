@@ -194,7 +194,8 @@ def check_incremental(path: str, include: list[str] | None = None, diags: Diagno
     without a clean verdict for their current source and closure interfaces.
     Raises CompileError (an error in an imported module with its "imported
     from here" notes, as check_file)."""
-    from nxc.check.frontend import check_file, gc_paused
+    from nxc.check.frontend import check_file
+    from nxc.deep import gc_paused
     diags = diags or Diagnostics()
     try:
         with gc_paused():           # as check_file: the front end frees nothing until it is done
@@ -412,7 +413,7 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     module's bodies used a name from outside its own closure, so more than its
     closure decides its C; too deeply nested): the caller checks the whole
     program then."""
-    from nxc.check.frontend import gc_paused
+    from nxc.deep import gc_paused
     try:
         with gc_paused():
             f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True)

@@ -28,12 +28,12 @@ Trust rules (a wrong index must never give a wrong PASS):
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 from typing import TYPE_CHECKING
 
 from nxc.cache import cache_dir, ends_with_its_run, read_bytes, seal, unseal, write_atomically
+from nxc.deep import gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.incremental.keys import file_signature, settled, source_digest
 
@@ -266,16 +266,8 @@ def fresh_entries(paths) -> tuple[dict[str, dict | None], dict[str, int]]:
     digested and parsed, its AST left in the parse cache): the part of a cold
     run's planning that other processes can do (ModuleIndex.adopt)."""
     index = ModuleIndex()
-    # Parsing allocates and keeps every node: the cyclic GC ran ~700 times in
-    # each of the two processes of a cold 800-module run, and found nothing
-    # much to free (the parser makes no cycles that die young).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():       # parsing keeps every node it makes (nxc/deep.py)
         return {real: index.module(real) for real in paths}, index.counters
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def closure_orders(start: str, imports: dict[str, list[str]]) -> dict[str, list[str]] | None:
