@@ -22,6 +22,21 @@ from nxc.cli import module_object_c  # noqa: E402
 from nxc.syntax.loader import load_program  # noqa: E402
 
 
+def tree_objects(tree: str, checked: bool = True):
+    """(real path, its object's C) of each module of `tree` and of the bundled
+    modules they import, each once, as `nxc emit-c --object` writes it
+    (also bench/tree_bench.py's yardstick)."""
+    done: set[str] = set()
+    for name in sorted(os.listdir(tree)):
+        if not name.endswith(".nx"):
+            continue
+        for module in load_program(os.path.join(tree, name)).modules:
+            p = module.source.path
+            if p not in done:
+                done.add(p)
+                yield p, module_object_c(p, [], checked=checked)[0]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("tree", help="a folder of .nx modules (bench/gen_tree.py)")
@@ -30,17 +45,10 @@ def main() -> int:
     sys.setrecursionlimit(100000)
     done: dict[str, int] = {}
     nx_lines = 0
-    for name in sorted(os.listdir(args.tree)):
-        if not name.endswith(".nx"):
-            continue
-        for module in load_program(os.path.join(args.tree, name)).modules:
-            p = module.source.path
-            if p in done:
-                continue
-            text, _ = module_object_c(p, [], checked=not args.unchecked)
-            done[p] = text.count("\n")
-            with open(p, encoding="utf-8") as f:
-                nx_lines += sum(1 for _ in f)
+    for p, text in tree_objects(args.tree, checked=not args.unchecked):
+        done[p] = text.count("\n")
+        with open(p, encoding="utf-8") as f:
+            nx_lines += sum(1 for _ in f)
     big = max(done, key=done.get)
     print(f"{len(done)} modules, {nx_lines} lines of .nx -> {sum(done.values())} lines of C "
           f"(largest: {os.path.basename(big)}, {done[big]} lines); load {os.getloadavg()[0]:.2f}")

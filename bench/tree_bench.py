@@ -151,35 +151,28 @@ def own_c_yardstick(tree: str, n: int, graph: str, cache: str) -> dict:
     import resource
     import tempfile
     os.environ["NXC_CACHE_DIR"] = cache
+    from c_lines import tree_objects        # (bench/, beside this file)
     from nxc.backend.c.build import compiler
     from nxc.backend.c.objects import object_flags
-    from nxc.cli import module_object_c
     from nxc.paths import runtime_dir
-    from nxc.syntax.loader import load_program
-    done: set[str] = set()
+    done = 0
     cpu = 0.0
     lines = 0
     with tempfile.TemporaryDirectory() as tmp:
-        for name in sorted(os.listdir(tree)):
-            if not name.endswith(".nx"):
-                continue
-            for module in load_program(os.path.join(tree, name)).modules:
-                if module.source.path in done:
-                    continue
-                done.add(module.source.path)
-                text, _ = module_object_c(module.source.path, [], checked=True)
-                c_file = os.path.join(tmp, f"m{len(done)}.c")
-                with open(c_file, "w", encoding="utf-8") as f:
-                    f.write(text)
-                lines += text.count("\n")
-                before = resource.getrusage(resource.RUSAGE_CHILDREN)
-                subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
-                                "-o", c_file + ".o"], check=True)
-                after = resource.getrusage(resource.RUSAGE_CHILDREN)
-                cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        for _, text in tree_objects(tree):
+            done += 1
+            c_file = os.path.join(tmp, f"m{done}.c")
+            with open(c_file, "w", encoding="utf-8") as f:
+                f.write(text)
+            lines += text.count("\n")
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
+                            "-o", c_file + ".o"], check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     print(f"{n:>4} {graph:<9} {'sum of cc -c per module':<22} cpu {cpu:7.1f} s  "
-          f"({len(done)} modules, {lines} lines of C)", flush=True)
-    return {"n": n, "graph": graph, "step": f"yardstick: one cc -c per module ({len(done)})", "wall": float("nan"),
+          f"({done} modules, {lines} lines of C)", flush=True)
+    return {"n": n, "graph": graph, "step": f"yardstick: one cc -c per module ({done})", "wall": float("nan"),
             "cpu": cpu, "rss_mb": float("nan"), "cache_mb": float("nan")}
 
 
