@@ -22,6 +22,7 @@ program (copies.COPIED, keyed on what decides that C, not on a program).
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 from nxc.syntax import ast
@@ -167,27 +168,23 @@ class ProgramFacts:
         module of a gate's closure whose record it writes: grouped once, not a
         walk of the whole program per module)."""
         if self._members is None:
-            program, by_path = self.program, {}
-
-            def of(path: str) -> ModuleMembers:
-                found = by_path.get(path)
-                if found is None:
-                    found = by_path[path] = ModuleMembers()
-                return found
+            program, of = self.program, defaultdict(ModuleMembers)     # real path -> its members
             for fn in program.functions:
                 if fn is not program.entry:
-                    of(fn.module.source.path).functions.append(fn)
+                    of[fn.module.source.path].functions.append(fn)
             for st in program.structs:
                 if st.pos is not None:
-                    of(st.pos.file.path).structs.append(st)
+                    of[st.pos.file.path].structs.append(st)
             for sym, value in program.globals:
                 if sym.module is not None:
-                    of(sym.module.source.path).globals.append((sym, value))
-            for kind, syms in (("consts", program.consts), ("externs", program.externs)):
-                for sym in syms:
-                    if sym.module is not None:
-                        getattr(of(sym.module.source.path), kind).append(sym)
-            self._members = by_path
+                    of[sym.module.source.path].globals.append((sym, value))
+            for sym in program.consts:
+                if sym.module is not None:
+                    of[sym.module.source.path].consts.append(sym)
+            for sym in program.externs:
+                if sym.module is not None:
+                    of[sym.module.source.path].externs.append(sym)
+            self._members = dict(of)
         found = self._members.get(module.source.path)
         return found if found is not None else ModuleMembers()     # (a fresh one: callers may hold it)
 
