@@ -16,10 +16,14 @@ compilers included: os.wait4's rusage), the peak RSS of the largest process,
 and the cache folder's size on disk after the run. Every run must pass all
 its gates: a row of a run that failed is an error, not a figure.
 
-Then the yardstick of issue 21: the sum over modules (the tree's and the
-bundled ones they import) of one `cc -c` of that module's own C, as the
-gates' objects are compiled (nxc/backend/c/objects.py), CPU time of the
-compiler processes only.
+The yardstick of issue 21 brackets the cold run: the sum over modules (the
+tree's and the bundled ones they import) of one `cc -c` of that module's own
+C, as the gates' objects are compiled (nxc/backend/c/objects.py), CPU time of
+the compiler processes only, measured right before the cold run and again
+right after it, on the same C files (written first, with a cache folder of
+their own, so the cold run stays cold). This host's speed drifts by up to 30%
+within an hour: the cold run is compared with the mean of the two, and the
+drift between them is printed beside the ratios.
 
 Then, on the module at the top of the tree (the last one, t{N-1}.nx):
 - `nxc check TOP` with no verdicts yet (every body of its closure checked),
@@ -124,6 +128,9 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
              ("nxc.load(TOP)", None, [sys.executable, "-c", f"import nxc; nxc.load({top!r})"])]
     if not test_edits:      # --no-test-edits: the two `nxc test` runs after an edit of t0000 are left out
         steps = [st for st in steps if not (st[1] and st[1][1] == leaf and st[2] is test)]
+    sources = yardstick_sources(tree, out_dir) if yardstick else None
+    if sources is not None:
+        rows.append(own_c_yardstick(sources, n, graph, "before the cold run"))
     for step, edit, cmd in steps:
         if edit:
             subprocess.run(gen + ["--edit", *edit], check=True, capture_output=True)
@@ -135,45 +142,67 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
         print(f"{n:>4} {graph:<9} {step:<32} wall {r['wall']:7.1f} s  cpu {r['cpu']:7.1f} s "
               f"(user {r['user']:6.1f} s, sys {r['sys']:5.1f} s)  "
               f"rss {r['rss_mb']:6.0f} MB  cache {r['cache_mb']:7.1f} MB", flush=True)
-    if yardstick:
-        rows.append(own_c_yardstick(tree, n, graph, cache))
+        if step == "cold" and sources is not None:
+            rows.append(own_c_yardstick(sources, n, graph, "after the cold run"))
+            print(ratios(rows), flush=True)
     split = front_end_split(top, cache)
     print(f"# {n} {graph}: front end of {os.path.basename(top)} (closure {split['modules']} modules): "
           + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in split.items() if k != "modules"), flush=True)
     return rows
 
 
-def own_c_yardstick(tree: str, n: int, graph: str, cache: str) -> dict:
-    """CPU seconds of one `cc -c` of each module's own C (nxc's object flags).
-    The C is `nxc emit-c --object`'s (nxc.cli.module_object_c: each module
-    checked as a gate's worker checks it, with `cache`'s records), the
-    text a whole check of its program gives (tests/test_emit_object.py)."""
+def yardstick_sources(tree: str, out_dir: str) -> list[str]:
+    """The C file of each module's object (`nxc emit-c --object`'s text:
+    nxc.cli.module_object_c, the text a whole check of its program gives,
+    tests/test_emit_object.py), written under `out_dir` by a child process
+    with a cache folder of its own: the bench's cache stays empty for the
+    cold run. Not timed. The folder goes with main's last clean-up (removing
+    files now would slow the runs that follow: bench_tree's comment)."""
+    folder = os.path.join(out_dir, f".old-{os.getpid()}-{time.time_ns()}-yardstick")
+    os.makedirs(folder)
+    env = dict(os.environ, NXC_CACHE_DIR=os.path.join(folder, "cache"))
+    write = ("import os, sys; sys.path.insert(0, sys.argv[1]); sys.setrecursionlimit(100000)\n"
+             "from c_lines import tree_objects\n"
+             "for k, (_, text) in enumerate(tree_objects(sys.argv[2])):\n"
+             "    with open(os.path.join(sys.argv[3], f'm{k:05d}.c'), 'w', encoding='utf-8') as f:\n"
+             "        f.write(text)\n")
+    c_dir = os.path.join(folder, "c")
+    os.makedirs(c_dir)
+    subprocess.run([sys.executable, "-c", write, HERE, tree, c_dir], env=env, cwd=ROOT, check=True)
+    return [os.path.join(c_dir, name) for name in sorted(os.listdir(c_dir))]
+
+
+def own_c_yardstick(sources: list[str], n: int, graph: str, when: str) -> dict:
+    """CPU seconds of one `cc -c` of each of `sources` (nxc's object flags),
+    compiler processes only."""
     import resource
-    import tempfile
-    os.environ["NXC_CACHE_DIR"] = cache
-    from c_lines import tree_objects        # (bench/, beside this file)
     from nxc.backend.c.build import compiler
     from nxc.backend.c.objects import object_flags
     from nxc.paths import runtime_dir
-    done = 0
     cpu = 0.0
     lines = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for _, text in tree_objects(tree):
-            done += 1
-            c_file = os.path.join(tmp, f"m{done}.c")
-            with open(c_file, "w", encoding="utf-8") as f:
-                f.write(text)
-            lines += text.count("\n")
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
-                            "-o", c_file + ".o"], check=True)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(f"{n:>4} {graph:<9} {'sum of cc -c per module':<22} cpu {cpu:7.1f} s  "
-          f"({done} modules, {lines} lines of C)", flush=True)
-    return {"n": n, "graph": graph, "step": f"yardstick: one cc -c per module ({done})", "wall": float("nan"),
-            "cpu": cpu, "rss_mb": float("nan"), "cache_mb": float("nan")}
+    for c_file in sources:
+        with open(c_file, encoding="utf-8") as f:
+            lines += sum(1 for _ in f)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run([*compiler(), *object_flags("2"), "-I", runtime_dir(), "-c", c_file,
+                        "-o", c_file + ".o"], check=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu += (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    print(f"{n:>4} {graph:<9} {'yardstick ' + when:<32} cpu {cpu:7.1f} s  "
+          f"({len(sources)} modules, {lines} lines of C; load {os.getloadavg()[0]:.2f})", flush=True)
+    return {"n": n, "graph": graph, "step": f"yardstick {when}: one cc -c per module ({len(sources)})",
+            "wall": float("nan"), "cpu": cpu, "rss_mb": float("nan"), "cache_mb": float("nan")}
+
+
+def ratios(rows: list[dict]) -> str:
+    """The cold run against the mean of the yardsticks that bracket it."""
+    cold = next(r for r in rows if r["step"] == "cold")
+    sticks = [r["cpu"] for r in rows if r["step"].startswith("yardstick")]
+    mean = sum(sticks) / len(sticks)
+    return (f"# {cold['n']} {cold['graph']}: cold / yardstick (mean of {len(sticks)}: {mean:.1f} s): "
+            f"CPU {cold['cpu'] / mean:.3f}x, wall {cold['wall'] / mean:.3f}x; "
+            f"yardstick after / before {sticks[-1] / sticks[0]:.3f} (the host's drift meanwhile)")
 
 
 def front_end_split(top: str, cache: str) -> dict:
