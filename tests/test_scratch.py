@@ -118,3 +118,20 @@ def test_a_stale_folder_is_swept_and_a_removed_one_made_again(cache):
     assert again is not first and os.path.isdir(again.folder)
     scratch.forget()
     assert not os.path.exists(again.folder) and live.exists()
+
+
+def test_write_overwrites_the_kept_file_in_place(tmp_path, monkeypatch):
+    monkeypatch.setattr(scratch, "_held", {})
+    work = scratch.scratch(str(tmp_path))
+    first = work.write("c", "a.c", "int long_name_here;\n" * 50)
+    inode = os.stat(first).st_ino
+    second = work.write("c", "b.c", "/* é */ int x;\n")     # shorter: the old tail must go
+    assert not os.path.exists(first) and os.stat(second).st_ino == inode
+    with open(second, encoding="utf-8") as f:
+        assert f.read() == "/* é */ int x;\n"
+    # a new file was opened without truncation: nothing freed and allocated again
+    flags = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda p, fl, *a: flags.append(fl) or real_open(p, fl, *a))
+    work.write("c", "c.c", "int y;\n")
+    assert flags and not flags[0] & os.O_TRUNC

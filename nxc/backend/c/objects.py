@@ -470,10 +470,7 @@ def _compile_object(text: str | None, target: str, opt: str, defines: tuple = ()
     work = scratch(os.path.dirname(target))         # its files renamed, never deleted (scratch.py)
     stem = os.path.splitext(os.path.basename(target))[0]
     out_tmp = os.path.join(work.folder, os.path.basename(target))
-    source = os.path.join(runtime_dir(), "nx_runtime.c") if text is None else work.path("c", stem + ".c")
-    if text is not None:
-        with open(source, "w", encoding="utf-8") as f:
-            f.write(text)
+    source = os.path.join(runtime_dir(), "nx_runtime.c") if text is None else work.write("c", stem + ".c", text)
     # GCC looks for nx_runtime.h.gch in each include folder before the header: the precompiled
     # folder first, then the real header (which GCC silently falls back to if the .gch does not match).
     args = [*object_flags(opt), *defines, *(["-I", pch] if pch is not None else []), "-I", runtime_dir()]
