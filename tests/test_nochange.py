@@ -278,3 +278,56 @@ def test_a_file_changed_within_the_racy_window_is_read_again(tmp_path, monkeypat
     fourth = nx_index.ModuleIndex.load()
     fourth.module(real)
     assert fourth.counters == {"stat_hits": 1, "digested": 0, "parsed": 0}
+
+
+def test_collection_takes_each_unchanged_file_s_kind_from_the_index(tree, monkeypatch):
+    """Collection reads no unchanged file: the index keeps each module's kind
+    (nxc/syntax/scan.py) with the stat it was read under. A file whose stat
+    changed, an entry without a trusted stat (the racy rule) and an entry of an
+    older nxc without a kind are scanned; the last learns its kind."""
+    root, cache = tree
+    proc, cold, _ = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and len(cold) == len(FILES)
+    monkeypatch.setenv("NXC_CACHE_DIR", str(cache))
+    from nxc.gates import collect as nx_collect
+    from nxc.incremental import index as nx_index
+    scanned = []
+    real_scan = nx_collect.scan_kind
+    monkeypatch.setattr(nx_collect, "scan_kind", lambda p: scanned.append(os.path.basename(p)) or real_scan(p))
+    idx = nx_index.ModuleIndex.load()
+    kinds = {os.path.basename(it.path): (it.kind, it.main_line) for it in nx_collect.collect([str(root)], index=idx)}
+    assert kinds == {"base.nx": ("library", 0), "mid.nx": ("library", 0), "top.nx": ("gate", 2),
+                     "other.nx": ("gate", 1)}
+    assert scanned == []
+    # other.nx loses its gate: a new stat, so it is read
+    write(root / "other.nx", "func helper() -> i64 {\n    return 0\n}\n")
+    kinds = {os.path.basename(it.path): it.kind for it in nx_collect.collect([str(root)], index=idx)}
+    assert kinds["other.nx"] == "library" and scanned == ["other.nx"]
+    # an entry taken within the racy window holds no stat: read
+    top = str((root / "top.nx").resolve())
+    idx.entries[top]["stat"] = None
+    scanned.clear()
+    nx_collect.collect([str(root)], index=idx)
+    assert "top.nx" in scanned
+    # an entry without a kind (an older nxc's) takes the scan's and keeps it
+    mid = str((root / "mid.nx").resolve())
+    del idx.entries[mid]["kind"]
+    idx.dirty = False
+    scanned.clear()
+    nx_collect.collect([str(root)], index=idx)
+    assert "mid.nx" in scanned and idx.entries[mid]["kind"] == ["library", 0] and idx.dirty
+    scanned.clear()
+    nx_collect.collect([str(root)], index=idx)
+    assert "mid.nx" not in scanned
+
+
+def test_an_entry_with_a_malformed_kind_is_not_taken(tmp_path):
+    from nxc.incremental import index as nx_index
+    good = {"stat": None, "digest": "d" * 32, "imports": []}
+    for kind in (["gate", -1], ["test", 0], ["gate"], ["gate", "3"], "gate"):
+        idx = nx_index.ModuleIndex()
+        idx.adopt({"/x/m.nx": dict(good, kind=kind)}, {})
+        assert "/x/m.nx" not in idx.entries, kind
+    idx = nx_index.ModuleIndex()
+    idx.adopt({"/x/m.nx": dict(good, kind=["stub", 0])}, {})
+    assert "/x/m.nx" in idx.entries

@@ -17,7 +17,8 @@ import sys
 from dataclasses import dataclass
 
 from nxc.cache import read_bytes
-from nxc.diagnostics import display_path, normalise_line_ends
+from nxc.diagnostics import display_path
+from nxc.syntax.scan import text_kind
 
 
 class UsageError(Exception):
@@ -139,21 +140,6 @@ def skipped_dir(parent: str, name: str) -> bool:
             or os.path.isfile(os.path.join(parent, name, "pyvenv.cfg")))
 
 
-_BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
-_LINE_COMMENT = re.compile(r"//[^\n]*")
-_MAIN = re.compile(r"^[ \t]*func[ \t]+main[ \t]*\(", re.M)
-# The comment `nxc port --stubs` writes into a stub (nxc/tools/stubs.py).
-STUB_MARK = "// nxc-stub:"
-# ... and above each stub struct (`nxc info` says its layout is a guess).
-GUESSED_ORDER = STUB_MARK + " field order guessed"
-_STUB = re.compile("^" + re.escape(STUB_MARK), re.M)
-
-
-def library_kind(text: str) -> str:
-    """"stub" for a module `nxc port --stubs` wrote, else "library"."""
-    return "stub" if _STUB.search(text) else "library"
-
-
 def scan_kind(path: str) -> tuple[str, int]:
     """("gate" | "library" | "stub", line of `func main`), from the text alone (no parse).
 
@@ -161,22 +147,19 @@ def scan_kind(path: str) -> tuple[str, int]:
     end confirms the kind when the item runs.
     """
     try:
-        text = normalise_line_ends(read_bytes(path).decode("utf-8", "replace"))
+        text = read_bytes(path).decode("utf-8", "replace")
     except OSError:
         return "library", 0
-    kind = library_kind(text)
-    # Blank out comments but keep the line structure, so line numbers stay right.
-    text = _BLOCK_COMMENT.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), text)
-    text = _LINE_COMMENT.sub("", text)
-    m = _MAIN.search(text)
-    return ("gate", text.count("\n", 0, m.start()) + 1) if m else (kind, 0)
+    return text_kind(text)
 
 
 def item_id(display: str, backend: str, backends) -> str:
     return f"{display}[{backend}]" if len(backends) > 1 else display
 
 
-def collect(paths: list[str], backends=("c",), keyword: str | None = None) -> list[Item]:
+def collect(paths: list[str], backends=("c",), keyword: str | None = None, index=None) -> list[Item]:
+    """index: the module index (nxc/incremental/index.py), whose entries
+    give the kind of each file whose stat has not changed since (no read)."""
     match = KeywordExpression(keyword) if keyword else None
     items = []
     skipped: list = []
@@ -186,7 +169,8 @@ def collect(paths: list[str], backends=("c",), keyword: str | None = None) -> li
     cwd = os.getcwd()
     for path, real in modules:
         display = display_path(path, cwd)
-        kind, main_line = scan_kind(path)
+        known = index.known_kind(real, scan_kind) if index is not None else None
+        kind, main_line = known if known is not None else scan_kind(path)
         for b in backends:
             item = Item(item_id(display, b, backends), path, display, b, kind, main_line, real)
             if match is None or match.matches(item_words(item)):

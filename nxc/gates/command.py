@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from nxc.gates import execute, nochange, partition, pool, recorded_run
 from nxc.incremental import plan
+from nxc.incremental.index import ModuleIndex
 from nxc.incremental import results as results_cache
 from nxc.gates.collect import UsageError, collect, group_units
 from nxc.gates.execute import Options, Result
@@ -45,6 +46,9 @@ class Run:
     failed_first: set = field(default_factory=set)      # item keys to run first (--ff)
     notes: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)           # the fast path's counters (--json summary: "incremental")
+    # The module index collection read (the kinds of unchanged files), handed
+    # to the first round's planner rather than loaded twice.
+    index: object = None
 
 
 def default_memory_limit() -> int:
@@ -99,7 +103,9 @@ def _main(args) -> int:
     junit = getattr(args, "junit_xml", None)
     if junit and os.path.isdir(junit):      # found out before running everything, not after
         raise UsageError(f"--junit-xml: '{junit}' is a folder; give the name of the file to write")
-    items = collect(args.paths or ["."], options.backends, args.keyword)
+    # (--list makes no cache folder: it reads every file instead)
+    run.index = ModuleIndex.load() if options.read_results and not args.list else None
+    items = collect(args.paths or ["."], options.backends, args.keyword, run.index)
     if part is not None:
         items = partition.select(items, part)
     last_failed = results_cache.load_last_failed(run.root)
@@ -187,8 +193,9 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     # Units whose recorded pass is found from the module index alone: reported
     # now, nothing of them parsed or checked (nxc/gates/nochange.py).
+    loaded, run.index = run.index, None         # later rounds (--watch) load the index afresh
     fast, to_run, run.stats, index = nochange.split_cached(
-        units, options, pool.fresh_entries_across(workers) if workers > 1 else None)
+        units, options, pool.fresh_entries_across(workers) if workers > 1 else None, loaded)
     if index is not None:           # the workers' index notes come back to it (Options.notes_to_runner)
         options = dataclasses.replace(options, notes_to_runner=True)
     workers = max(1, min(run.jobs, len(to_run)))

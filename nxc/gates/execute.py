@@ -19,7 +19,8 @@ from typing import Callable
 
 from nxc.diagnostics import ToolError, display_path
 from nxc.gates import report
-from nxc.gates.collect import Item, Unit, library_kind
+from nxc.gates.collect import Item, Unit
+from nxc.syntax.scan import library_kind
 from nxc.gates.protocol import Status
 
 

@@ -18,12 +18,13 @@ from nxc.gates.protocol import Status
 from nxc.incremental import plan
 
 
-def split_cached(units: list[Unit], options: Options, ahead=None) -> tuple[dict[str, list[Result]], list[Unit], dict,
-                                                                         object]:
+def split_cached(units: list[Unit], options: Options, ahead=None, index=None) -> tuple[dict[str, list[Result]],
+                                                                                     list[Unit], dict, object]:
     """({unit path: its results} of the units passed before, the units still to run, counters,
     the module index the planner read, for the notes of the units run: plan.note_checked).
-    ahead: how the planner reads stale modules in other processes (plan.plan_units)."""
-    decisions, stats, index = plan.plan_units(units, options, ahead)
+    ahead: how the planner reads stale modules in other processes (plan.plan_units);
+    index: the module index if the run loaded it already."""
+    decisions, stats, index = plan.plan_units(units, options, ahead, index)
     cached, rest = {}, []
     for unit in units:
         decision = decisions[unit.path]

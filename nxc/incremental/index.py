@@ -36,6 +36,7 @@ from nxc.cache import cache_dir, ends_with_its_run, read_bytes, seal, unseal, wr
 from nxc.deep import gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.incremental.keys import file_signature, settled, source_digest
+from nxc.syntax.scan import KINDS, text_kind
 
 if TYPE_CHECKING:                   # the no-change path never parses: not imported for it (8 ms)
     from nxc.syntax import ast
@@ -134,6 +135,7 @@ class ModuleIndex:
         trusted = sig if settled(st) else None
         if entry is not None and entry["digest"] == digest:
             entry["stat"] = trusted
+            entry.setdefault("kind", list(text_kind(text)))     # the same text: the same kind
             self.dirty = True
             return entry
         module = self._parse(real, text)
@@ -141,10 +143,32 @@ class ModuleIndex:
             self.entries.pop(real, None)
             self.dirty = True
             return None
-        entry = {"stat": trusted, "digest": digest, "imports": [i.path for i in module.imports]}
+        entry = {"stat": trusted, "digest": digest, "imports": [i.path for i in module.imports],
+                 "kind": list(text_kind(text))}
         self.entries[real] = entry
         self.dirty = True
         return entry
+
+    def known_kind(self, real: str, scan) -> tuple[str, int] | None:
+        """The kind of the module at `real` (nxc/syntax/scan.py) as its entry
+        holds it, if the file's stat is the one recorded with it (under the
+        racy-clean rule: an entry taken within RACY_NS of a change holds no
+        stat). An entry of an older nxc, without one, takes `scan(real)`'s
+        (the file read now: the stat just matched, so it is the entry's
+        text). None: no entry stands for the file; collection reads it."""
+        entry = self.entries.get(real)
+        if entry is None or entry["stat"] is None:
+            return None
+        try:
+            st = os.stat(real)
+        except OSError:
+            return None
+        if file_signature(st) != entry["stat"]:
+            return None
+        if not _kind_well_formed(entry.get("kind")):
+            entry["kind"] = list(scan(real))
+            self.dirty = True
+        return entry["kind"][0], entry["kind"][1]
 
     def stale(self, paths) -> list[str]:
         """Of the real paths `paths`, those whose file must be read (no entry,
@@ -360,4 +384,10 @@ def _well_formed(path, entry) -> bool:
     stat_ = entry.get("stat")
     return ((stat_ is None or (isinstance(stat_, list) and len(stat_) == 5 and all(type(x) is int for x in stat_)))
             and isinstance(entry.get("digest"), str)
-            and isinstance(entry.get("imports"), list) and all(isinstance(i, str) for i in entry["imports"]))
+            and isinstance(entry.get("imports"), list) and all(isinstance(i, str) for i in entry["imports"])
+            and ("kind" not in entry or _kind_well_formed(entry["kind"])))
+
+
+def _kind_well_formed(kind) -> bool:
+    return (isinstance(kind, list) and len(kind) == 2 and kind[0] in KINDS
+            and type(kind[1]) is int and kind[1] >= 0)

@@ -52,7 +52,8 @@ class Decision:
 AHEAD_MIN = 16
 
 
-def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], dict, ModuleIndex | None]:
+def plan_units(units: list, options, ahead=None, index: ModuleIndex | None = None) -> tuple[dict[str, Decision], dict,
+                                                                                   ModuleIndex | None]:
     """({unit path: Decision}, counters, the module index it read (None: none
     read)) of every unit, from the module index alone. A unit not CACHED is FULL with the reason it is not cached; its
     worker may still find it RECORDED (`plan_in_worker`): the unit then
@@ -62,11 +63,14 @@ def plan_units(units: list, options, ahead=None) -> tuple[dict[str, Decision], d
     other processes (the runner's, nxc/gates/pool.py): a cold run's index
     reads and parses every module, which alone took 16 s of CPU at 800
     modules before any worker started (issue 33); the units' files whose
-    entries are stale are read and parsed there first, across the cores."""
+    entries are stale are read and parsed there first, across the cores.
+    index: the module index as this run already loaded it (for collection:
+    nxc/gates/command.py), instead of loading it again."""
     if not options.read_results:
         why = "--no-cache" if not options.use_cache else "--rerun"
         return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}, None
-    index = ModuleIndex.load()          # an index it cannot read or trust is an empty one
+    if index is None:
+        index = ModuleIndex.load()      # an index it cannot read or trust is an empty one
     stale = index.stale(u.real for u in units) if ahead is not None else []
     if len(stale) >= AHEAD_MIN:
         index.adopt(*ahead(stale))

@@ -13,7 +13,7 @@ import os
 
 from nxc.check.frontend import check_file
 from nxc.diagnostics import Diagnostics, display_path
-from nxc.gates.collect import GUESSED_ORDER
+from nxc.syntax.scan import GUESSED_ORDER
 from nxc.syntax.printer import signature
 from nxc.syntax import ast
 

@@ -22,7 +22,7 @@ from nxc.check.consts import is_literal_expr
 from nxc.check.program import Info
 from nxc.check.types import BUILTIN_TYPES, PointerType, StructType
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
-from nxc.gates.collect import GUESSED_ORDER, STUB_MARK
+from nxc.syntax.scan import GUESSED_ORDER, STUB_MARK
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph, load_program, read_source, resolve_import
 from nxc.syntax.parse import parse_source
