@@ -154,21 +154,17 @@ def bench_tree(n: int, graph: str, seed: int, out_dir: str, jobs: int, yardstick
 def yardstick_sources(tree: str, out_dir: str) -> list[str]:
     """The C file of each module's object (`nxc emit-c --object`'s text:
     nxc.cli.module_object_c, the text a whole check of its program gives,
-    tests/test_emit_object.py), written under `out_dir` by a child process
+    tests/test_emit_object.py), written under `out_dir` by bench/c_lines.py
     with a cache folder of its own: the bench's cache stays empty for the
     cold run. Not timed. The folder goes with main's last clean-up (removing
     files now would slow the runs that follow: bench_tree's comment)."""
     folder = os.path.join(out_dir, f".old-{os.getpid()}-{time.time_ns()}-yardstick")
     os.makedirs(folder)
     env = dict(os.environ, NXC_CACHE_DIR=os.path.join(folder, "cache"))
-    write = ("import os, sys; sys.path.insert(0, sys.argv[1]); sys.setrecursionlimit(100000)\n"
-             "from c_lines import tree_objects\n"
-             "for k, (_, text) in enumerate(tree_objects(sys.argv[2])):\n"
-             "    with open(os.path.join(sys.argv[3], f'm{k:05d}.c'), 'w', encoding='utf-8') as f:\n"
-             "        f.write(text)\n")
     c_dir = os.path.join(folder, "c")
     os.makedirs(c_dir)
-    subprocess.run([sys.executable, "-c", write, HERE, tree, c_dir], env=env, cwd=ROOT, check=True)
+    subprocess.run([sys.executable, os.path.join(HERE, "c_lines.py"), tree, "--out", c_dir], env=env, cwd=ROOT,
+                   check=True, stdout=subprocess.DEVNULL)
     return [os.path.join(c_dir, name) for name in sorted(os.listdir(c_dir))]
 
 

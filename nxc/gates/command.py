@@ -46,9 +46,6 @@ class Run:
     failed_first: set = field(default_factory=set)      # item keys to run first (--ff)
     notes: list = field(default_factory=list)
     stats: dict = field(default_factory=dict)           # the fast path's counters (--json summary: "incremental")
-    # The module index collection read (the kinds of unchanged files), handed
-    # to the first round's planner rather than loaded twice.
-    index: object = None
 
 
 def default_memory_limit() -> int:
@@ -104,8 +101,8 @@ def _main(args) -> int:
     if junit and os.path.isdir(junit):      # found out before running everything, not after
         raise UsageError(f"--junit-xml: '{junit}' is a folder; give the name of the file to write")
     # (--list makes no cache folder: it reads every file instead)
-    run.index = ModuleIndex.load() if options.read_results and not args.list else None
-    items = collect(args.paths or ["."], options.backends, args.keyword, run.index)
+    index = ModuleIndex.load() if options.read_results and not args.list else None
+    items = collect(args.paths or ["."], options.backends, args.keyword, index)
     if part is not None:
         items = partition.select(items, part)
     last_failed = results_cache.load_last_failed(run.root)
@@ -135,7 +132,7 @@ def _main(args) -> int:
     if getattr(args, "watch", False):
         from nxc.gates import watch
         return watch.watch(args, run, items, run_round)
-    status, _ = run_round(items, run)
+    status, _ = run_round(items, run, index)
     return status
 
 
@@ -158,8 +155,10 @@ def _held(r: Result, first_round: dict[str, Result]) -> bool:
     return False
 
 
-def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
-    """Run `items` once, report, remember failures; (exit status, results)."""
+def run_round(items: list, run: Run, index=None) -> tuple[int, list[Result]]:
+    """Run `items` once, report, remember failures; (exit status, results).
+    index: the module index as collection loaded it, for the planner (a
+    later --watch round gives none: the planner loads it afresh)."""
     options = run.options
     units = group_units(items)
     if run.failed_first:
@@ -193,9 +192,8 @@ def run_round(items: list, run: Run) -> tuple[int, list[Result]]:
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     # Units whose recorded pass is found from the module index alone: reported
     # now, nothing of them parsed or checked (nxc/gates/nochange.py).
-    loaded, run.index = run.index, None         # later rounds (--watch) load the index afresh
     fast, to_run, run.stats, index = nochange.split_cached(
-        units, options, pool.fresh_entries_across(workers) if workers > 1 else None, loaded)
+        units, options, pool.fresh_entries_across(workers) if workers > 1 else None, index)
     if index is not None:           # the workers' index notes come back to it (Options.notes_to_runner)
         options = dataclasses.replace(options, notes_to_runner=True)
     workers = max(1, min(run.jobs, len(to_run)))

@@ -160,7 +160,7 @@ class ModuleIndex:
         if entry is None or entry["stat"] is None:
             return None
         try:
-            st = os.stat(real)
+            st = self._stats[real] = os.stat(real)      # the run's snapshot: `stale` and `module` take it
         except OSError:
             return None
         if file_signature(st) != entry["stat"]:
@@ -177,10 +177,12 @@ class ModuleIndex:
         out = []
         for real in paths:
             entry = self.entries.get(real)
-            try:
-                st = self._stats[real] = os.stat(real)
-            except OSError:
-                continue                    # its walk says so
+            st = self._stats.get(real)      # taken at collection (known_kind), or now
+            if st is None:
+                try:
+                    st = self._stats[real] = os.stat(real)
+                except OSError:
+                    continue                # its walk says so
             sig = file_signature(st)
             if entry is None or entry["stat"] != sig:
                 out.append(real)
