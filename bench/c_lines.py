@@ -48,6 +48,8 @@ def main() -> int:
     sys.setrecursionlimit(100000)
     done: dict[str, int] = {}
     nx_lines = 0
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
     for p, text in tree_objects(args.tree, checked=not args.unchecked):
         if args.out:
             with open(os.path.join(args.out, f"m{len(done):05d}.c"), "w", encoding="utf-8") as f:

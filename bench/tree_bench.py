@@ -201,6 +201,31 @@ def ratios(rows: list[dict]) -> str:
             f"yardstick after / before {sticks[-1] / sticks[0]:.3f} (the host's drift meanwhile)")
 
 
+def growth(rows: list[dict]) -> list[str]:
+    """Between each size and the next: how much the cold run's CPU grew, how
+    much the yardstick's did (the C a module compiles to, and the host's
+    drift between the two sizes' runs), and the ratio of the two: above 1
+    when nxc's own work grows faster than the C it compiles (issue 33's
+    target: the cold CPU grows at most 2.0x from 800 to 1,600 modules)."""
+    by_n: dict = {}
+    for r in rows:
+        if r["step"] == "cold":
+            by_n.setdefault(r["n"], {})["cold"] = r["cpu"]
+        elif r["step"].startswith("yardstick"):
+            by_n.setdefault(r["n"], {}).setdefault("sticks", []).append(r["cpu"])
+    sizes = sorted(n for n, v in by_n.items() if "cold" in v)
+    out = []
+    for a, b in zip(sizes, sizes[1:]):
+        cold = by_n[b]["cold"] / by_n[a]["cold"]
+        line = f"# {a} -> {b} modules ({b / a:.2f}x): cold CPU grew {cold:.3f}x"
+        if by_n[a].get("sticks") and by_n[b].get("sticks"):
+            mean = lambda v: sum(v) / len(v)        # noqa: E731
+            stick = mean(by_n[b]["sticks"]) / mean(by_n[a]["sticks"])
+            line += f", the yardstick {stick:.3f}x; cold / yardstick grew {cold / stick:.3f}x"
+        out.append(line)
+    return out
+
+
 def front_end_split(top: str, cache: str) -> dict:
     """Seconds of each phase of TOP's front end, best of 3, in this process
     (the parse cache of `cache` is warm after the runs above)."""
@@ -267,6 +292,8 @@ def main(argv=None) -> int:
     for n in args.sizes:
         rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, not args.no_yardstick,
                            test_edits=not args.no_test_edits)
+    for line in growth(rows):
+        print(line)
     print()
     print(markdown(rows))
     for name in os.listdir(args.out):

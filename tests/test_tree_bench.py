@@ -69,3 +69,18 @@ def test_small_tree_every_step(tmp_path):
     assert "| 5 | random | cold |" in out.stdout
     # main's last clean-up removes the moved-aside folders, the yardstick's among them
     assert not [name for name in os.listdir(tmp_path) if name.startswith(".old-")]
+
+
+def test_growth_between_sizes_against_the_yardstick():
+    tb = _tree_bench()
+    rows = []
+    for n, cold, sticks in ((8, 100.0, (80.0, 100.0)), (16, 230.0, (190.0, 210.0))):
+        rows += [dict(_row("yardstick before the cold run: x", sticks[0]), n=n),
+                 dict(_row("cold", cold, 50.0), n=n),
+                 dict(_row("yardstick after the cold run: x", sticks[1]), n=n)]
+    (line,) = tb.growth(rows)
+    assert "8 -> 16 modules (2.00x)" in line
+    assert "cold CPU grew 2.300x" in line
+    assert "the yardstick 2.222x" in line          # 200 / 90: the mean of each pair
+    assert "cold / yardstick grew 1.035x" in line
+    assert tb.growth(rows[:3]) == []               # one size: nothing to compare
