@@ -1,0 +1,90 @@
+"""A worker's front end and link planning per gate, without compiling: the
+part of a cold run's per-gate work that follows the gate's import closure.
+
+    python bench/gen_tree.py /tmp/t800 --modules 800 --graph random --seed 1
+    NXC_CACHE_DIR=/tmp/c800 nxc test /tmp/t800 -q -j 2      # records, verdicts, parse cache
+    NXC_CACHE_DIR=/tmp/c800 python bench/gate_work.py /tmp/t800 --gates 300 [--profile]
+
+In one process, as a worker of `nxc test` is: it says it ends with its run
+(what it reads is kept for the run: nxc/cache.py) and its GC runs with the
+worker's settings (frozen after warm-up, nxc.gates.execute.GC_THRESHOLDS).
+For every k-th module of TREE in name order (`--gates` of them), it runs
+`check_gate` and then `final_program` (the backend's questions until it needs
+nothing), and prints the mean CPU time of each per gate. Nothing is emitted
+or compiled. Run it after a cold `nxc test` of the same tree with the same
+NXC_CACHE_DIR, so that every record and verdict is there and the figure is
+that of a warm worker. `--profile`: cProfile's top functions (by `--sort`),
+taken in the deep thread where the checks run.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import glob
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("tree", help="a folder of .nx modules (bench/gen_tree.py), tested once with this cache")
+    ap.add_argument("--gates", type=int, default=300, help="how many gates (default 300)")
+    ap.add_argument("--profile", action="store_true", help="print cProfile's top functions instead")
+    ap.add_argument("--sort", default="tottime", help="cProfile's sort key (default tottime)")
+    args = ap.parse_args(argv)
+
+    from nxc.cache import this_process_ends_with_its_run
+    from nxc.check.summary import check_gate
+    from nxc.deep import run_deep
+    from nxc.diagnostics import Diagnostics
+    from nxc.gates.execute import GC_THRESHOLDS, Options, final_program
+
+    files = sorted(glob.glob(os.path.join(args.tree, "*.nx")))
+    if not files:
+        sys.exit(f"gate_work: no .nx files in {args.tree}")
+    picked = files[::max(1, len(files) // args.gates)][:args.gates]
+    this_process_ends_with_its_run()
+    options = Options(use_cache=True)
+
+    def one(path: str) -> tuple[float, float]:
+        t0 = time.process_time()
+        found = check_gate(path, [], Diagnostics(warnings=True))
+        t1 = time.process_time()
+        if found is None:
+            sys.exit(f"gate_work: {path} cannot be checked as a gate alone (see check_gate)")
+        final_program(found, options)
+        return t1 - t0, time.process_time() - t1
+
+    for path in picked[:5]:         # the imports every worker makes first
+        one(path)
+    gc.freeze()                     # as nxc/gates/execute.py, collect_less
+    gc.set_threshold(*GC_THRESHOLDS)
+    if args.profile:
+        import cProfile
+        import pstats
+
+        def profiled():
+            profile = cProfile.Profile()
+            profile.enable()
+            for path in picked:
+                one(path)
+            profile.disable()
+            return profile
+        pstats.Stats(run_deep(profiled)).sort_stats(args.sort).print_stats(40)
+        return 0
+    front = plan = 0.0
+    for path in picked:
+        a, b = one(path)
+        front, plan = front + a, plan + b
+    n = len(picked)
+    print(f"{args.tree}: {n} gates, per gate: check_gate {front / n * 1e3:.2f} ms, "
+          f"final_program {plan / n * 1e3:.2f} ms; load average {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
