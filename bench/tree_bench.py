@@ -23,7 +23,10 @@ the compiler processes only, measured right before the cold run and again
 right after it, on the same C files (written first, with a cache folder of
 their own, so the cold run stays cold). This host's speed drifts by up to 30%
 within an hour: the cold run is compared with the mean of the two, and the
-drift between them is printed beside the ratios.
+drift between them is printed beside the ratios. With more than one size,
+a last line says, between each size and the next, how much the cold run's
+CPU grew, how much the yardstick's grew, and the ratio of the two (above 1
+only when nxc's own work grows faster than the C it compiles).
 
 Then, on the module at the top of the tree (the last one, t{N-1}.nx):
 - `nxc check TOP` with no verdicts yet (every body of its closure checked),
