@@ -7,7 +7,7 @@ part of a cold run's per-gate work that follows the gate's import closure.
 
 In one process, as a worker of `nxc test` is: it says it ends with its run
 (what it reads is kept for the run: nxc/cache.py) and its GC runs with the
-worker's settings (frozen after warm-up, nxc.gates.execute.GC_THRESHOLDS).
+worker's settings after its warm-up (nxc.gates.execute.collect_less).
 For every k-th module of TREE in name order (`--gates` of them), it runs
 `check_gate` and then `final_program` (the backend's questions until it needs
 nothing), and prints the mean CPU time of each per gate. Nothing is emitted
@@ -19,7 +19,6 @@ taken in the deep thread where the checks run.
 from __future__ import annotations
 
 import argparse
-import gc
 import glob
 import os
 import sys
@@ -41,14 +40,14 @@ def main(argv=None) -> int:
     from nxc.check.summary import check_gate
     from nxc.deep import run_deep
     from nxc.diagnostics import Diagnostics
-    from nxc.gates.execute import GC_THRESHOLDS, Options, final_program
+    from nxc.gates.execute import Options, collect_less, final_program
 
     files = sorted(glob.glob(os.path.join(args.tree, "*.nx")))
     if not files:
         sys.exit(f"gate_work: no .nx files in {args.tree}")
     picked = files[::max(1, len(files) // args.gates)][:args.gates]
     this_process_ends_with_its_run()
-    options = Options(use_cache=True)
+    options = Options()
 
     def one(path: str) -> tuple[float, float]:
         t0 = time.process_time()
@@ -61,8 +60,7 @@ def main(argv=None) -> int:
 
     for path in picked[:5]:         # the imports every worker makes first
         one(path)
-    gc.freeze()                     # as nxc/gates/execute.py, collect_less
-    gc.set_threshold(*GC_THRESHOLDS)
+    collect_less()                  # the worker's GC settings, after its warm-up
     if args.profile:
         import cProfile
         import pstats

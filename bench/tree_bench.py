@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -164,8 +165,7 @@ def yardstick_sources(tree: str, out_dir: str) -> list[str]:
     folder = os.path.join(out_dir, f".old-{os.getpid()}-{time.time_ns()}-yardstick")
     os.makedirs(folder)
     env = dict(os.environ, NXC_CACHE_DIR=os.path.join(folder, "cache"))
-    c_dir = os.path.join(folder, "c")
-    os.makedirs(c_dir)
+    c_dir = os.path.join(folder, "c")          # made by c_lines.py --out
     subprocess.run([sys.executable, os.path.join(HERE, "c_lines.py"), tree, "--out", c_dir], env=env, cwd=ROOT,
                    check=True, stdout=subprocess.DEVNULL)
     return [os.path.join(c_dir, name) for name in sorted(os.listdir(c_dir))]
@@ -222,8 +222,7 @@ def growth(rows: list[dict]) -> list[str]:
         cold = by_n[b]["cold"] / by_n[a]["cold"]
         line = f"# {a} -> {b} modules ({b / a:.2f}x): cold CPU grew {cold:.3f}x"
         if by_n[a].get("sticks") and by_n[b].get("sticks"):
-            mean = lambda v: sum(v) / len(v)        # noqa: E731
-            stick = mean(by_n[b]["sticks"]) / mean(by_n[a]["sticks"])
+            stick = statistics.fmean(by_n[b]["sticks"]) / statistics.fmean(by_n[a]["sticks"])
             line += f", the yardstick {stick:.3f}x; cold / yardstick grew {cold / stick:.3f}x"
         out.append(line)
     return out
