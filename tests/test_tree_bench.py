@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 
@@ -84,3 +86,17 @@ def test_growth_between_sizes_against_the_yardstick():
     assert "the yardstick 2.222x" in line          # 200 / 90: the mean of each pair
     assert "cold / yardstick grew 1.035x" in line
     assert tb.growth(rows[:3]) == []               # one size: nothing to compare
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+def test_timed_counts_the_cpu_of_a_process_that_outlived_its_parent():
+    # The command exits at once; its child, reparented, burns ~0.3 s of CPU
+    # after that. os.wait4 of the command alone would count none of it.
+    tb = _tree_bench()
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
+    cmd = [sys.executable, "-c",
+           f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}])"]
+    r = tb.timed(cmd, dict(os.environ))
+    assert r["status"] == 0
+    assert r["orphans"] == 1 and r["orphans_left"] == 0
+    assert r["orphan_cpu"] >= 0.25 and r["cpu"] >= r["orphan_cpu"]

@@ -42,10 +42,18 @@ def worker(conn, options: Options, inherited=(), parent_pid: int | None = None) 
     # the walk went (docs/performance.md, twenty-fourth session).
     from nxc.deep import run_deep
     profiles = os.environ.get("NXC_PROFILE_DIR")
-    if profiles:
-        run_deep(_profiled, conn, options, profiles)
-    else:
-        run_deep(_serve, conn, options)
+    try:
+        if profiles:
+            run_deep(_profiled, conn, options, profiles)
+        else:
+            run_deep(_serve, conn, options)
+    finally:
+        # The host is waited for here, so that its CPU time (it loads every
+        # gate's library) is counted in this worker's children and so in the
+        # runner's: left to end on its own when the worker exits, it was
+        # reparented to init, and `time nxc test` and the tree bench missed
+        # about 2% of a cold run's CPU (docs/performance.md, 27th session).
+        gate_host.disable()
 
 
 def _profiled(conn, options: Options, folder: str) -> None:
