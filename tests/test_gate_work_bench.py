@@ -25,6 +25,13 @@ def test_gate_work_on_a_small_tree(tmp_path):
     m = re.search(r": (\d+) gates, per gate: check_gate ([\d.]+) ms, final_program ([\d.]+) ms", out.stdout)
     assert m, out.stdout
     assert int(m.group(1)) == 3 and float(m.group(2)) > 0
+    # --batch: the same gates in groups, alone and through one root importing them
+    out = subprocess.run([sys.executable, os.path.join(BENCH, "gate_work.py"), str(tree), "--gates", "4",
+                          "--batch", "2"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    m = re.search(r"batches of 2 \((\d+)\): alone ([\d.]+) ms a batch, as one program ([\d.]+) ms", out.stdout)
+    assert m, out.stdout
+    assert int(m.group(1)) == 2 and float(m.group(2)) > 0 and float(m.group(3)) > 0
 
 
 def test_gate_work_refuses_an_empty_folder(tmp_path):
