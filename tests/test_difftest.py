@@ -3,7 +3,6 @@
 long one (20,000 programs)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 
@@ -12,23 +11,12 @@ import pytest
 from nxc.diagnostics import CompileError, Diagnostics
 from nxc.check.frontend import check_file
 
-BENCH = os.path.join(os.path.dirname(__file__), "..", "bench")
+from bench_modules import load_bench
 
-
-def _load(name):
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-gen_program = _load("gen_program")
+gen_program = load_bench("gen_program")
 gen_kernels = sys.modules["gen_kernels"]
-difftest = _load("difftest")
-reduce_program = _load("reduce_program")
+difftest = load_bench("difftest")
+reduce_program = load_bench("reduce_program")
 
 
 def test_generation_is_deterministic_and_varied():

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from nx_gate_fixtures import GREEDY, write_tree
+from bench_modules import timed_apart
 from runner_processes import processes
 from nxc.backend.c import gate_child
 from nxc.backend.c.units import GATE_CDEF, LINK_CDEF
@@ -274,40 +275,14 @@ def test_a_library_that_does_not_hold_its_plan_is_refused_through_the_host(tmp_p
     assert host.current().gates == before + 1
 
 
-# Run as the parent of `nxc test`, a child subreaper (Linux's
-# PR_SET_CHILD_SUBREAPER): a process of the run that ends after its own
-# parent is reparented to it instead of to init, and reaped here.
-REAPER = r"""
-import ctypes, json, os, sys, time
-if ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) != 0:
-    sys.exit("prctl(PR_SET_CHILD_SUBREAPER) failed")
-pid = os.fork()
-if pid == 0:
-    os.execv(sys.executable, [sys.executable, "-m", "nxc", *sys.argv[1:]])
-_, status, _ = os.wait4(pid, 0)
-orphans, deadline = [], time.monotonic() + 10
-while time.monotonic() < deadline:
-    try:
-        got, _, usage = os.wait4(-1, os.WNOHANG)
-    except ChildProcessError:
-        break
-    if got:
-        orphans.append(got)
-    else:
-        time.sleep(0.05)
-print(json.dumps({"status": os.waitstatus_to_exitcode(status), "orphans": orphans}))
-"""
-
-
 def test_a_finished_run_leaves_no_orphan_behind(tmp_path):
     # Each worker waits for its gate host before it exits: a host left to end
     # on its own was reparented, so the CPU time it spent loading libraries
-    # was in no rusage of the run (`time nxc test`, bench/tree_bench.py).
+    # was in no rusage of the run (`time nxc test`). The tree bench's `timed`
+    # is the child subreaper during the run and counts what it reaps.
     tree = tmp_path / "tree"
     tree.mkdir()
     write_tree(tree, ["pass.nx", "lib.nx", "fail.nx"])
-    proc = subprocess.run([sys.executable, "-c", REAPER, "test", "-q", "-j", "2", "--rerun", str(tree)],
-                          capture_output=True, text=True, timeout=300)
-    found = json.loads(proc.stdout.splitlines()[-1])
-    assert found["status"] == 1, proc.stderr          # fail.nx fails: the run ran its gates
-    assert found["orphans"] == []
+    ran = timed_apart([sys.executable, "-m", "nxc", "test", "-q", "-j", "2", "--rerun", str(tree)])
+    assert ran["status"] == 1                           # fail.nx fails: the run ran its gates
+    assert ran["orphans"] == 0 and ran["orphans_left"] == 0

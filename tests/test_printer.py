@@ -5,9 +5,7 @@ the parentheses the precedence table needs."""
 from __future__ import annotations
 
 import glob
-import importlib.util
 import os
-import sys
 import textwrap
 
 import pytest
@@ -18,23 +16,14 @@ from nxc.syntax import ast
 from nxc.syntax.parse import parse_source
 from nxc.syntax.printer import expr_text, print_module
 
+from bench_modules import load_bench
+
 HERE = os.path.dirname(__file__)
-BENCH = os.path.join(HERE, "..", "bench")
 MODULES = sorted(glob.glob(os.path.join(bundled_dir(), "*.nx"))) + sorted(glob.glob(os.path.join(HERE, "nx", "*.nx")))
 POSITIONS = {"pos", "end_pos", "name_pos", "source"}
 
 
-def _load_bench(name):
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, f"{name}.py"))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod             # its dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
-gen_program = _load_bench("gen_program")
+gen_program = load_bench("gen_program")
 
 
 def parse(text: str, name: str = "<test>.nx") -> ast.Module:

@@ -3,24 +3,20 @@ yardstick bracketing the cold run, and the ratio taken against the mean of
 the two yardsticks (the host's speed drifts between them: docs/performance.md)."""
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
+from bench_modules import load_bench, timed_apart
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.join(ROOT, "bench")
 
 
 def _tree_bench():
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location("tree_bench", os.path.join(BENCH, "tree_bench.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("tree_bench")
 
 
 def _row(step, cpu, wall=float("nan")):
@@ -92,11 +88,10 @@ def test_growth_between_sizes_against_the_yardstick():
 def test_timed_counts_the_cpu_of_a_process_that_outlived_its_parent():
     # The command exits at once; its child, reparented, burns ~0.3 s of CPU
     # after that. os.wait4 of the command alone would count none of it.
-    tb = _tree_bench()
     burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass"
     cmd = [sys.executable, "-c",
            f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', {burn!r}])"]
-    r = tb.timed(cmd, dict(os.environ))
+    r = timed_apart(cmd)
     assert r["status"] == 0
     assert r["orphans"] == 1 and r["orphans_left"] == 0
     assert r["orphan_cpu"] >= 0.25 and r["cpu"] >= r["orphan_cpu"]
