@@ -227,6 +227,14 @@ class Backend(abc.ABC):
         gate now."""
         return None
 
+    def build_batch(self, emitted, roots: list[str], *, opt: str = "2") -> list | None:
+        """Several gates checked as one program (nxc/gates/batch.py): from its
+        emitted code, build and record what each of `roots` (real paths of
+        modules with gates) needs to be linked from records, as build_objects
+        does for one gate: the paths of the modules compiled now. None: this
+        backend builds no batch (each gate then takes its own path)."""
+        return None
+
     def warm_up(self) -> None:
         """Pay one-time costs now (the gate runner calls this before forking workers)."""
 

@@ -17,6 +17,7 @@ from nxc.gates import host as gate_host
 from nxc.gates.execute import Options, Result, internal_error
 from nxc.gates.isolate import die_with_parent
 from nxc.gates.protocol import Status
+from nxc.gates.batch import batch_size, run_batch
 from nxc.gates.recorded_run import run_unit_planned
 
 
@@ -80,16 +81,27 @@ def _serve(conn, options: Options) -> None:
             return
         if unit is None:
             return
+        if isinstance(unit, list):      # several at once (nxc/gates/batch.py): a list of results each
+            try:
+                conn.send(run_batch(unit, options))
+            except BaseException as exc:  # noqa: BLE001
+                conn.send([_failed(u, exc) for u in unit])
+            continue
         try:
             results = run_unit_planned(unit, options)
         except BaseException as exc:  # noqa: BLE001
-            results = [internal_error(Result(it.id, it.display, it.kind, it.backend, Status.INTERNAL_ERROR), exc, 0.0)
-                       for it in unit.items]
+            results = _failed(unit, exc)
         conn.send(results)
 
 
+def _failed(unit, exc: BaseException) -> list[Result]:
+    return [internal_error(Result(it.id, it.display, it.kind, it.backend, Status.INTERNAL_ERROR), exc, 0.0)
+            for it in unit.items]
+
+
 class Pool:
-    """Forked workers fed one module at a time; a dead worker costs one module."""
+    """Forked workers fed one module at a time, or several when many are
+    ready (nxc/gates/batch.py); a dead worker costs the modules it held."""
 
     def __init__(self, size: int, options: Options):
         # Imported here: a run that starts no worker (all cached) does not
@@ -98,7 +110,8 @@ class Pool:
         self.ctx = multiprocessing.get_context("fork")
         self._wait = multiprocessing.connection.wait
         self.options = options
-        self.workers: dict = {}          # conn -> (process, unit or None)
+        self.batch = batch_size()
+        self.workers: dict = {}          # conn -> (process, unit, list of units, or None)
         for _ in range(size):
             self._spawn()
 
@@ -120,20 +133,23 @@ class Pool:
         while any(w[1] is not None for w in self.workers.values()):
             busy = [c for c, w in self.workers.items() if w[1] is not None]
             for conn in self._wait(busy):
-                proc, unit = self.workers[conn]
+                proc, given = self.workers[conn]
+                units = given if isinstance(given, list) else [given]
                 try:
-                    results = conn.recv()
+                    got = conn.recv()
+                    each = got if isinstance(given, list) else [got]
                 except (EOFError, OSError):
                     proc.join(1)
-                    results = [worker_died(it, proc.exitcode) for it in unit.items]
+                    each = [[worker_died(it, proc.exitcode) for it in u.items] for u in units]
                     del self.workers[conn]
                     conn.close()
                     conn = self._spawn() if pending else None
                 if conn is not None:
                     self.workers[conn][1] = None
-                pending.done(unit)
-                if not on_results(results):
-                    return
+                for unit, results in zip(units, each):
+                    pending.done(unit)
+                    if not on_results(results):
+                        return
                 # Every idle worker, not only this one: finishing `unit` may
                 # have made several ready at once.
                 self._feed_idle(pending)
@@ -148,10 +164,15 @@ class Pool:
             self._feed_idle(pending)
 
     def _feed(self, conn, pending: "Schedule") -> None:
-        unit = pending.take()
-        if unit is not None:
-            self.workers[conn][1] = unit
-            conn.send(unit)
+        # Several units at once when many are ready, split evenly between the
+        # workers: a batch's units are done together, so a big batch while
+        # few are ready would leave the other workers waiting for them.
+        size = min(self.batch, max(1, pending.ready_count() // len(self.workers)))
+        units = [u for u in (pending.take() for _ in range(size)) if u is not None]
+        if units:
+            given = units if len(units) > 1 else units[0]
+            self.workers[conn][1] = given
+            conn.send(given)
 
     def close(self, kill: bool = False) -> None:
         for conn, (proc, _) in self.workers.items():
@@ -189,6 +210,9 @@ class Schedule:
 
     def __bool__(self) -> bool:
         return self.left > 0
+
+    def ready_count(self) -> int:
+        return len(self.ready)
 
     def take(self):
         """The first unit in order that waits for nothing (None: none now)."""

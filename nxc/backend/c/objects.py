@@ -238,7 +238,7 @@ class LinkedC(CapturesMixin):
         # Each module's gate is in its own object: a module with only a main has one too.
         compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
                     | {id(sym.module) for sym, _ in program.globals}
-                    | {id(m) for m in program.graph.modules if _has_gate(m)})
+                    | {id(m) for m in program.graph.modules if has_gate(m)})
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
@@ -248,7 +248,7 @@ class LinkedC(CapturesMixin):
                                      f"({len(units)} here)")
         root = program.graph.root
         binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)),
-                          module_c_id(root) if _has_gate(root) else None)
+                          module_c_id(root) if has_gate(root) else None)
         self.key_of(root, config)       # the gate record's key (gate_record)
         rt = runtime_key(self.checked, self.opt)
         return units, binding, rt, link_key([u.key for u in units], rt, binding.text, self.opt)
@@ -368,7 +368,7 @@ def binding_of(units: list[str], gate: str | None) -> Binding:
     return Binding(tuple((module_c_id_of(p), (k + 1) << SITE_BITS) for k, p in enumerate(units)), gate)
 
 
-def _has_gate(module) -> bool:
+def has_gate(module) -> bool:
     """The module declares a gate (`func main`), checked or not in this program."""
     # Asked of every module of every gate's graph; an AST's items do not change
     # once parsed: kept by the AST, held with it (its id stays its own).
@@ -699,7 +699,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
         write_gate_record(*linked.gate_record())
         return Linked(host.path, host.name, True, time.perf_counter() - start, cdef, host=host.key,
                       binding=hosted, site_keys=host.site_keys)
-    objects, recompiled, runtime = _ensure_objects(linked, units, opt, use_cache)
+    objects, recompiled, runtime = ensure_objects(linked, units, opt, use_cache)
     # Nothing is compiled for the gate: its main is in its module's object, the entry points are the
     # runtime's, site bases and which main runs are set at load (Binding): a relink is the linker alone.
     link_library(target, [*objects, runtime], opt)
@@ -709,7 +709,7 @@ def _build_gate(linked: LinkedC, opt: str, use_cache: bool) -> Linked:
     return Linked(target, name, False, time.perf_counter() - start, cdef, recompiled=recompiled, relinked=True)
 
 
-def _ensure_objects(linked: LinkedC, units: list, opt: str, use_cache: bool) -> tuple[list, list, str]:
+def ensure_objects(linked: LinkedC, units: list, opt: str, use_cache: bool) -> tuple[list, list, str]:
     """(the objects of `units`, the module paths of those compiled now, the
     runtime's object), each compiled unless it is in the cache."""
     recompiled = []
@@ -729,7 +729,7 @@ def build_objects(linked: LinkedC, opt: str = "2") -> list[str]:
     The module paths whose objects were compiled now."""
     units, _, _, key = linked.plan(opt)
     target, _ = library_path(key)
-    recompiled = [] if present(target) and stamped(target) else _ensure_objects(linked, units, opt, True)[1]
+    recompiled = [] if present(target) and stamped(target) else ensure_objects(linked, units, opt, True)[1]
     write_gate_record(*linked.gate_record())
     return recompiled
 

@@ -1,0 +1,177 @@
+"""Several units of `nxc test` checked, planned and built as one program, then each run on its own.
+
+A cold gate's front end declares its whole import closure and its link plan
+walks it (nxc/check/summary.py, check_gate; nxc/backend/c/needs.py), about
+60 modules a gate in a random 800-module tree; gates handed out together
+mostly share those modules. So a worker given several units at once
+(nxc/gates/pool.py) checks the ones that need the front end as ONE program:
+a root module, written to a folder of its own, that imports each unit's
+module (through a symbolic link to it, so every import inside their
+closures resolves from the module's own folder and the run's -I exactly as
+it does for the unit alone). The root has no code. The check declares the
+union of the closures once, checks the bodies of each module without a
+clean verdict (the units' own modules, in a cold run), stores their
+verdicts; the C backend plans the link once and builds each unit's object
+and gate record (Backend.build_batch). Each unit then takes its own planned
+path (nxc/gates/recorded_run.py), which now finds clean verdicts and
+records for its whole closure: linked and run from records.
+
+Nothing is decided differently: the verdicts, records and objects are those
+a check of each unit alone would make (the keys say what they depend on,
+and tests/test_batch.py compares the objects' bytes); a unit whose gate
+does not pass is run again on the full path, which explains it, as any
+recorded run is. When the batch cannot be checked as one program (an error
+in one module, two closures declaring the same name, a body using a name
+from outside its own closure), nothing of it is kept and each unit takes
+its own path as if there had been no batch. `NXC_BATCH=1` turns batching
+off; `NXC_BATCH=K` sets the most units a worker takes at once (default 8).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+from nxc.diagnostics import display_path
+from nxc.gates.execute import BUILT, Options, Result
+from nxc.gates.protocol import Status
+
+DEFAULT_SIZE = 8
+
+
+def batch_size() -> int:
+    """The most units a worker takes at once (NXC_BATCH; 1: no batches)."""
+    try:
+        return max(1, int(os.environ.get("NXC_BATCH", DEFAULT_SIZE)))
+    except ValueError:
+        return DEFAULT_SIZE
+
+
+@dataclass
+class Prepared:
+    """What the batch did for its units."""
+    paths: list                                 # the units' real paths, as the root imports them
+    compiled: set = field(default_factory=set)  # real paths of the modules whose objects it compiled
+    notes: dict = field(default_factory=dict)   # the check's index notes (Checked.notes), the root's left out
+    seconds: float = 0.0
+
+
+def run_batch(units: list, options: Options) -> list[list[Result]]:
+    """Each unit's results, in order: those needing the front end checked,
+    planned and built as one program first (when at least two do)."""
+    from nxc.gates.recorded_run import run_unit_planned
+    wanted = [u for u in units if _needs_front_end(u, options)]
+    try:
+        prepared = prepare(wanted, options) if len(wanted) >= 2 else None
+    except Exception:  # noqa: BLE001 - no folder for the root, no symbolic links: as if no batch
+        prepared = None
+    if prepared is not None:
+        _note_interfaces(units, prepared.notes)
+    out = []
+    for unit in units:
+        batched = prepared is not None and unit.real in prepared.paths
+        if batched and unit.run_later:
+            # Built: its run comes in the second round, which plans it from the
+            # records just written (planning it here too found them, for nothing).
+            item = unit.items[0]
+            results = [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
+        else:
+            results = run_unit_planned(unit, options)
+        if batched:
+            _say_batched(results, unit, prepared, len(wanted))
+        out.append(results)
+    if prepared is not None and prepared.notes:
+        # The runner notes each module's interface for the units it gives out later.
+        first = next((rs[0] for rs in out if rs), None)
+        if first is not None:
+            first.index_notes = {**prepared.notes, **first.index_notes}
+    return out
+
+
+def _note_interfaces(units: list, notes: dict) -> None:
+    """The interfaces the batch's check found, in each unit's view of its
+    closure (as the runner notes them for the units it gives out later:
+    plan.note_checked), so that its worker's planner finds their verdicts."""
+    for unit in units:
+        for path, (text, interface, _) in notes.items():
+            view = unit.indexed.get(path) if unit.indexed else None
+            if view is not None and view["digest"] == text:
+                view["interface"] = interface
+
+
+def _needs_front_end(unit, options: Options) -> bool:
+    """A C unit that could be linked from records once its modules are
+    checked: the planner's conditions, and a module of its closure whose
+    interface the runner does not know yet (never checked under this source)."""
+    from nxc.backend.registry import backend_for
+    from nxc.incremental.plan import may_run_later
+    if len(unit.items) != 1 or unit.items[0].backend != "c" or not unit.indexed:
+        return False
+    if not may_run_later(unit, options, backend_for("c", checked=options.checked)):
+        return False
+    return any(view.get("interface") is None for view in unit.indexed.values())
+
+
+def prepare(units: list, options: Options) -> Prepared | None:
+    """Check, plan and build `units` as one program; None: it could not be
+    (each unit then takes its own path, which reports whatever stopped it)."""
+    from nxc.backend.registry import backend_for
+    from nxc.check.summary import check_gate
+    from nxc.diagnostics import Diagnostics
+    from nxc.gates.execute import final_program
+    start = time.perf_counter()
+    paths = [u.real for u in units]
+    if len(set(paths)) != len(paths):
+        return None
+    folder = tempfile.mkdtemp(prefix="nxc-batch-")
+    try:
+        lines = []
+        for k, path in enumerate(paths):
+            name = f"u{k}.nx"
+            os.symlink(path, os.path.join(folder, name))
+            lines.append(f'import "{name}"\n')
+        root = os.path.join(folder, "batch.nx")
+        with open(root, "w", encoding="utf-8") as f:
+            f.write("// the modules of several gates, checked as one program (nxc/gates/batch.py)\n"
+                    + "".join(lines))
+        try:
+            found = check_gate(root, list(options.include), Diagnostics(warnings=True))
+            if found is None:
+                return None
+            _, emitted = final_program(found, options, emit=paths)
+            compiled = backend_for("c", checked=options.checked).build_batch(emitted, paths, opt=options.opt)
+        except Exception:  # noqa: BLE001 - any error: each unit's own path meets and reports it
+            return None
+        if compiled is None:
+            return None
+        root_real = os.path.realpath(root)
+        notes = {p: n for p, n in found.notes.items() if p != root_real}
+        return Prepared(paths, set(compiled), notes, time.perf_counter() - start)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _say_batched(results: list[Result], unit, prepared: Prepared, size: int) -> None:
+    """What the batch did for `unit`, on its results: its bodies checked, its
+    object compiled, its share of the batch's time, and why it took its path."""
+    from nxc.incremental.plan import FULL, RECORDED
+    mine = display_path(unit.path)
+    for r in results:
+        if mine not in r.checked_bodies:
+            r.checked_bodies = [mine, *r.checked_bodies]
+        if unit.real in prepared.compiled and mine not in r.recompiled:
+            r.recompiled = [mine, *r.recompiled]
+            r.build_cached = False
+        share = prepared.seconds / size
+        r.front_end_seconds += share
+        r.seconds += share
+        if r.plan in (RECORDED, BUILT):
+            # The unit was checked, emitted and built (as the full path does),
+            # with others: its gate then ran from records.
+            if r.plan == RECORDED:
+                r.plan = FULL
+            r.plan_reason = "; ".join(filter(None, [
+                f"checked, emitted and built in a batch of {size} as one program, then linked from records",
+                r.plan_reason]))

@@ -1,0 +1,157 @@
+"""Several units checked, planned and built as one program (nxc/gates/batch.py,
+nxc/backend/c/batch.py): what it builds is what each unit alone builds, and
+what it reports is what each unit alone reports.
+
+Each comparison runs the same tree twice from cold, in two cache folders:
+NXC_BATCH=8 (a worker takes up to eight ready units at once) and NXC_BATCH=1
+(one at a time, as before batches existed).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from nxc.backend.c.batch import loader_order
+from nxc.gates.collect import Item, Unit
+from nxc.gates.execute import Options, Result
+from nxc.gates.protocol import Status
+from nxc.syntax.loader import load_program
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAC_BYTES = 32          # a sealed cache file: its MAC (per cache folder's key), then its content
+
+
+def _run(tree, cache, batch: int) -> dict[str, dict]:
+    env = dict(os.environ, NXC_CACHE_DIR=str(cache), NXC_BATCH=str(batch))
+    proc = subprocess.run([sys.executable, "-m", "nxc", "test", str(tree), "--json", "-j", "2"],
+                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return {r["id"]: r for r in events if r.get("event") == "result"}
+
+
+def _files(cache, sub: str) -> dict[str, bytes]:
+    """{name: content past its MAC} of the files under cache/sub."""
+    out = {}
+    top = os.path.join(cache, sub)
+    for folder, _, names in os.walk(top):
+        for name in names:
+            if name.endswith(".lock"):
+                continue
+            with open(os.path.join(folder, name), "rb") as f:
+                out[os.path.relpath(os.path.join(folder, name), top)] = f.read()
+    return out
+
+
+def _batched(results: dict) -> int:
+    return sum("in a batch of" in r["plan_reason"] for r in results.values())
+
+
+def test_a_batch_builds_and_records_what_each_gate_alone_does(tmp_path):
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "40",
+                    "--graph", "random", "--seed", "5"], check=True, capture_output=True)
+    batched = _run(tree, tmp_path / "c8", 8)
+    alone = _run(tree, tmp_path / "c1", 1)
+    assert len(batched) == len(alone) == 40
+    assert all(r["passed"] for r in batched.values()), [r for r in batched.values() if not r["passed"]]
+    assert _batched(batched) >= 4 and _batched(alone) == 0
+    # The same objects, byte for byte (their names are their keys).
+    objects8, objects1 = _files(tmp_path / "c8", "c/obj"), _files(tmp_path / "c1", "c/obj")
+    assert set(objects8) == set(objects1) and len(objects1) > 40
+    assert [n for n in objects1 if n.endswith(".o") and objects1[n] != objects8[n]] == []
+    # Their site tables are sealed: the same past the MAC. (A precompiled header differs
+    # from one compile to the next, wherever it is made: not compared.)
+    assert [n for n in objects1 if n.endswith(".sites") and objects1[n][MAC_BYTES:] != objects8[n][MAC_BYTES:]] == []
+    # The same records (gate records among them) and verdicts, past each file's MAC; the batch
+    # adds those of its import-only roots.
+    for sub in ("c/records", "summaries"):
+        got, want = _files(tmp_path / "c8", sub), _files(tmp_path / "c1", sub)
+        assert set(want) <= set(got), sub
+        assert [n for n in want if got[n][MAC_BYTES:] != want[n][MAC_BYTES:]] == [], sub
+    # A second run of either finds every pass cached.
+    again = _run(tree, tmp_path / "c8", 8)
+    assert {r["plan"] for r in again.values()} == {"cached"}
+
+
+GATE = "func {name}_v() -> i64 {{ return {v} }}\nfunc main() -> i64 {{\n    if {name}_v() != {v} {{ return 1 }}\n" \
+       "    return {ret}\n}}\n"
+
+
+def test_what_a_batch_reports_is_what_each_unit_alone_reports(tmp_path):
+    """Failing gates, a compile error, two modules that declare the same name
+    (one program cannot hold both: the batch gives way to each unit's own
+    path) and warnings, among passing gates."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for k in range(10):
+        (tree / f"p{k}.nx").write_text(GATE.format(name=f"p{k}", v=k + 10, ret=0))
+    (tree / "fails.nx").write_text(GATE.format(name="fails", v=7, ret=3))
+    (tree / "broken.nx").write_text("func main() -> i64 {\n    return undefined_name\n}\n")
+    (tree / "same_a.nx").write_text("func same() -> i64 { return 1 }\nfunc main() -> i64 { return same() - 1 }\n")
+    (tree / "same_b.nx").write_text("func same() -> i64 { return 2 }\nfunc main() -> i64 { return same() - 2 }\n")
+    (tree / "warns.nx").write_text("func main() -> i64 {\n    let unused: i64 = 5\n    return 0\n}\n")
+    batched = _run(tree, tmp_path / "c8", 8)
+    alone = _run(tree, tmp_path / "c1", 1)
+    assert _batched(batched) >= 2
+
+    def outcome(r: dict) -> tuple:
+        return r["status"], r["value"], r["location"], r["message"], r["warnings"]
+    assert {i: outcome(r) for i, r in batched.items()} == {i: outcome(r) for i, r in alone.items()}
+    by_name = {os.path.basename(i)[:-3]: r for i, r in batched.items()}
+    assert by_name["fails"]["status"] == "FAIL" and by_name["fails"]["value"] == 3
+    assert by_name["broken"]["status"] == "COMPILE-ERROR"
+    assert by_name["same_a"]["passed"] and by_name["same_b"]["passed"]
+    assert by_name["warns"]["warnings"] and by_name["warns"]["passed"]
+
+
+def test_loader_order_is_the_order_load_program_gives(tmp_path):
+    """A batch writes each gate's record with its modules in the order a
+    program rooted at that gate lists them, from the batch program's imports."""
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "30",
+                    "--graph", "random", "--seed", "11"], check=True, capture_output=True)
+    names = sorted(n for n in os.listdir(tree) if n.endswith(".nx"))
+    root = tree / "all.nx"
+    root.write_text("".join(f'import "{n}"\n' for n in names))
+    whole = load_program(str(root))
+    for n in names:
+        path = os.path.realpath(tree / n)
+        assert loader_order(path, whole.imports) == [m.source.path for m in load_program(path).modules], n
+
+
+def _dies_on_a_batch(conn, options, inherited=(), parent_pid=None):
+    """A pool worker that serves single units and dies when given several."""
+    for c in inherited:
+        c.close()
+    while True:
+        got = conn.recv()
+        if got is None:
+            return
+        if isinstance(got, list):
+            os._exit(3)
+        conn.send([Result(it.id, it.display, it.kind, it.backend, Status.PASS) for it in got.items])
+
+
+def test_a_worker_that_dies_holding_a_batch_costs_its_units_each_reported(tmp_path, monkeypatch):
+    from nxc.gates import pool
+    monkeypatch.setenv("NXC_BATCH", "4")
+    monkeypatch.setattr(pool, "worker", _dies_on_a_batch)
+    units = []
+    for k in range(12):
+        path = str(tmp_path / f"m{k}.nx")
+        units.append(Unit(path, f"m{k}.nx", [Item(path + "::main", path, f"m{k}.nx", "c", "gate")]))
+    got: list[Result] = []
+    workers = pool.Pool(2, Options())
+    try:
+        workers.run(units, lambda results: got.extend(results) or True)
+    finally:
+        workers.close()
+    assert sorted(r.id for r in got) == sorted(u.items[0].id for u in units)     # each once
+    died = [r for r in got if r.status == Status.INTERNAL_ERROR]
+    assert died and all("died (exit status 3)" in r.message for r in died)
+    # The first two batches (4 units each: 12 ready, 2 workers) died whole; the last unit,
+    # given out alone, ran.
+    assert len(died) >= 8 and any(r.passed for r in got)
