@@ -343,6 +343,8 @@ def main(argv=None) -> int:
     # first of them would otherwise count compiling every module it imports.
     import compileall
     compileall.compile_dir(os.path.join(ROOT, "nxc"), quiet=1)
+    from nxc.gates.batch import batch_size
+    print(f"# nxc test takes up to {batch_size()} ready units at once (NXC_BATCH; docs/runner.md)", flush=True)
     rows = []
     for n in args.sizes:
         rows += bench_tree(n, args.graph, args.seed, args.out, args.jobs, not args.no_yardstick,
