@@ -24,7 +24,7 @@ recorded run is. When the batch cannot be checked as one program (an error
 in one module, two closures declaring the same name, a body using a name
 from outside its own closure), nothing of it is kept and each unit takes
 its own path as if there had been no batch. `NXC_BATCH=1` turns batching
-off; `NXC_BATCH=K` sets the most units a worker takes at once (default 8).
+off; `NXC_BATCH=K` sets the most units a worker takes at once (default 32).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ from nxc.diagnostics import display_path
 from nxc.gates.execute import BUILT, Options, Result
 from nxc.gates.protocol import Status
 
-DEFAULT_SIZE = 8
+DEFAULT_SIZE = 32        # docs/performance.md, twenty-eighth session: 8, 16 and 32 measured
 
 
 def batch_size() -> int:
