@@ -49,15 +49,8 @@ def _batched(results: dict) -> int:
     return sum("in a batch of" in r["plan_reason"] for r in results.values())
 
 
-def test_a_batch_builds_and_records_what_each_gate_alone_does(tmp_path):
-    tree = tmp_path / "tree"
-    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "40",
-                    "--graph", "random", "--seed", "5"], check=True, capture_output=True)
-    batched = _run(tree, tmp_path / "c8", 8)
-    alone = _run(tree, tmp_path / "c1", 1)
-    assert len(batched) == len(alone) == 40
-    assert all(r["passed"] for r in batched.values()), [r for r in batched.values() if not r["passed"]]
-    assert _batched(batched) >= 4 and _batched(alone) == 0
+def _same_builds(tmp_path) -> None:
+    """The two cache folders hold the same objects and the same records and verdicts."""
     # The same objects, byte for byte (their names are their keys).
     objects8, objects1 = _files(tmp_path / "c8", "c/obj"), _files(tmp_path / "c1", "c/obj")
     assert set(objects8) == set(objects1) and len(objects1) > 40
@@ -71,9 +64,30 @@ def test_a_batch_builds_and_records_what_each_gate_alone_does(tmp_path):
         got, want = _files(tmp_path / "c8", sub), _files(tmp_path / "c1", sub)
         assert set(want) <= set(got), sub
         assert [n for n in want if got[n][MAC_BYTES:] != want[n][MAC_BYTES:]] == [], sub
+
+
+def test_a_batch_builds_and_records_what_each_gate_alone_does(tmp_path):
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "40",
+                    "--graph", "random", "--seed", "5"], check=True, capture_output=True)
+    batched = _run(tree, tmp_path / "c8", 8)
+    alone = _run(tree, tmp_path / "c1", 1)
+    assert len(batched) == len(alone) == 40
+    assert all(r["passed"] for r in batched.values()), [r for r in batched.values() if not r["passed"]]
+    assert _batched(batched) >= 4 and _batched(alone) == 0
+    _same_builds(tmp_path)
     # A second run of either finds every pass cached.
     again = _run(tree, tmp_path / "c8", 8)
     assert {r["plan"] for r in again.values()} == {"cached"}
+    # An interface edit of the module every chain of imports ends in: every
+    # verdict and object of its importers is stale, and they are batched too.
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), "--edit", "interface",
+                    str(tree / "t0000.nx")], check=True, capture_output=True)
+    batched = _run(tree, tmp_path / "c8", 8)
+    alone = _run(tree, tmp_path / "c1", 1)
+    assert all(r["passed"] for r in batched.values()) and _batched(batched) >= 4
+    assert {i: r["status"] for i, r in batched.items()} == {i: r["status"] for i, r in alone.items()}
+    _same_builds(tmp_path)
 
 
 GATE = "func {name}_v() -> i64 {{ return {v} }}\nfunc main() -> i64 {{\n    if {name}_v() != {v} {{ return 1 }}\n" \

@@ -59,10 +59,17 @@ class Prepared:
 
 
 def run_batch(units: list, options: Options) -> list[list[Result]]:
-    """Each unit's results, in order: those needing the front end checked,
-    planned and built as one program first (when at least two do)."""
-    from nxc.gates.recorded_run import run_unit_planned
-    wanted = [u for u in units if _needs_front_end(u, options)]
+    """Each unit's results, in order: those the planner sends down the full
+    path checked, planned and built as one program first (when at least two are)."""
+    from nxc.backend.registry import backend_for
+    from nxc.gates.recorded_run import decide, run_unit_planned
+    from nxc.incremental import plan
+    backend = backend_for("c", checked=options.checked)
+    decisions: dict[str, object] = {}
+    for unit in units:
+        if _batchable(unit, options, backend):
+            decisions[unit.path] = decide(unit, options, backend)
+    wanted = [u for u in units if u.path in decisions and decisions[u.path].path == plan.FULL]
     try:
         prepared = prepare(wanted, options) if len(wanted) >= 2 else None
     except Exception:  # noqa: BLE001 - no folder for the root, no symbolic links: as if no batch
@@ -78,7 +85,9 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
             item = unit.items[0]
             results = [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
         else:
-            results = run_unit_planned(unit, options)
+            # A batched unit is planned again (its verdicts and records are there
+            # now); the others keep the decision taken above.
+            results = run_unit_planned(unit, options, None if batched else decisions.get(unit.path))
         if batched:
             _say_batched(results, unit, prepared, len(wanted))
         out.append(results)
@@ -101,17 +110,10 @@ def _note_interfaces(units: list, notes: dict) -> None:
                 view["interface"] = interface
 
 
-def _needs_front_end(unit, options: Options) -> bool:
-    """A C unit that could be linked from records once its modules are
-    checked: the planner's conditions, and a module of its closure whose
-    interface the runner does not know yet (never checked under this source)."""
-    from nxc.backend.registry import backend_for
+def _batchable(unit, options: Options, backend) -> bool:
+    """A C unit the planner could link from records once its modules are checked."""
     from nxc.incremental.plan import may_run_later
-    if len(unit.items) != 1 or unit.items[0].backend != "c" or not unit.indexed:
-        return False
-    if not may_run_later(unit, options, backend_for("c", checked=options.checked)):
-        return False
-    return any(view.get("interface") is None for view in unit.indexed.values())
+    return len(unit.items) == 1 and unit.items[0].backend == "c" and may_run_later(unit, options, backend)
 
 
 def prepare(units: list, options: Options) -> Prepared | None:

@@ -31,14 +31,13 @@ from nxc.gates.protocol import Outcome, Status
 from nxc.incremental import plan
 
 
-def run_unit_planned(unit: Unit, options: Options) -> list[Result]:
-    """The unit's results on the path the planner decides, each saying which and why."""
+def run_unit_planned(unit: Unit, options: Options, decision: plan.Decision | None = None) -> list[Result]:
+    """The unit's results on the path the planner decides (`decision`, when the
+    caller asked it already: nxc/gates/batch.py), each saying which and why."""
     from nxc.backend.registry import backend_for
     backend = backend_for(unit.items[0].backend, checked=options.checked)
-    try:
-        decision = plan.plan_in_worker(unit, options, backend)
-    except Exception as exc:  # noqa: BLE001 - a bug in the planner: the full path decides, and it is said
-        decision = plan.Decision(plan.FULL, f"internal error in the planner: {type(exc).__name__}: {exc}")
+    if decision is None:
+        decision = decide(unit, options, backend)
     if decision.path == plan.RECORDED:
         if unit.run_later:          # nothing to build: it runs in the second round (nxc/gates/command.py)
             item = unit.items[0]
@@ -50,6 +49,14 @@ def run_unit_planned(unit: Unit, options: Options) -> list[Result]:
                                             "full path, whose checked program explains it")
     reason = "; ".join(filter(None, [unit.plan_reason, decision.reason]))
     return _planned(run_unit(unit, options), plan.FULL, reason)
+
+
+def decide(unit: Unit, options: Options, backend) -> plan.Decision:
+    """The planner's decision for `unit` in its worker (plan.plan_in_worker)."""
+    try:
+        return plan.plan_in_worker(unit, options, backend)
+    except Exception as exc:  # noqa: BLE001 - a bug in the planner: the full path decides, and it is said
+        return plan.Decision(plan.FULL, f"internal error in the planner: {type(exc).__name__}: {exc}")
 
 
 def _planned(results: list[Result], path: str, reason: str) -> list[Result]:
