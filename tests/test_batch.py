@@ -169,3 +169,32 @@ def test_a_worker_that_dies_holding_a_batch_costs_its_units_each_reported(tmp_pa
     # The first two batches (4 units each: 12 ready, 2 workers) died whole; the last unit,
     # given out alone, ran.
     assert len(died) >= 8 and any(r.passed for r in got)
+
+
+def _units(folder, texts: dict[str, str]) -> list:
+    units = []
+    for name, text in texts.items():
+        path = folder / name
+        path.write_text(text)
+        units.append(Unit(str(path), name, [Item(str(path) + "::main", str(path), name, "c", "gate")]))
+    return units
+
+
+def test_a_batch_that_cannot_be_one_program_says_why(tmp_path, monkeypatch):
+    from nxc.gates.batch import Prepared, prepare
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "a").mkdir()
+    ok = _units(tmp_path / "a", {"x.nx": GATE.format(name="x", v=1, ret=0), "y.nx": GATE.format(name="y", v=2, ret=0)})
+    made = prepare(ok, Options())
+    assert isinstance(made, Prepared) and set(made.compiled) == {u.real for u in ok}, made
+    (tmp_path / "b").mkdir()
+    same = _units(tmp_path / "b", {"s1.nx": "func same() -> i64 { return 1 }\nfunc main() -> i64 { return 0 }\n",
+                                   "s2.nx": "func same() -> i64 { return 2 }\nfunc main() -> i64 { return 0 }\n"})
+    why = prepare(same, Options())
+    assert isinstance(why, str) and "do not compile as one program" in why and "same" in why, why
+    (tmp_path / "c").mkdir()
+    broken = _units(tmp_path / "c", {"ok.nx": GATE.format(name="ok", v=1, ret=0),
+                                     "bad.nx": "func main() -> i64 { return nowhere }\n"})
+    why = prepare(broken, Options())
+    assert isinstance(why, str) and "nowhere" in why, why
+    assert prepare([ok[0], ok[0]], Options()) == "two of them are one module"

@@ -4,7 +4,8 @@ A cold gate's front end declares its whole import closure and its link plan
 walks it (nxc/check/summary.py, check_gate; nxc/backend/c/needs.py), about
 60 modules a gate in a random 800-module tree; gates handed out together
 mostly share those modules. So a worker given several units at once
-(nxc/gates/pool.py) checks the ones that need the front end as ONE program:
+(nxc/gates/pool.py) checks the ones the planner sends down the full path
+(recorded_run.decide) as ONE program:
 a root module, written to a folder of its own, that imports each unit's
 module (through a symbolic link to it, so every import inside their
 closures resolves from the module's own folder and the run's -I exactly as
@@ -23,7 +24,8 @@ does not pass is run again on the full path, which explains it, as any
 recorded run is. When the batch cannot be checked as one program (an error
 in one module, two closures declaring the same name, a body using a name
 from outside its own closure), nothing of it is kept and each unit takes
-its own path as if there had been no batch. `NXC_BATCH=1` turns batching
+its own path as if there had been no batch; its reason says why the batch
+was not made (nxc test -v, --json). `NXC_BATCH=1` turns batching
 off; `NXC_BATCH=K` sets the most units a worker takes at once (default 32).
 """
 from __future__ import annotations
@@ -70,9 +72,9 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
         if _batchable(unit, options, backend):
             decisions[unit.path] = decide(unit, options, backend)
     wanted = [u for u in units if u.path in decisions and decisions[u.path].path == plan.FULL]
-    try:
-        prepared = prepare(wanted, options) if len(wanted) >= 2 else None
-    except Exception:  # noqa: BLE001 - no folder for the root, no symbolic links: as if no batch
+    prepared = prepare(wanted, options) if len(wanted) >= 2 else None
+    not_made = prepared if isinstance(prepared, str) else None
+    if not_made is not None:
         prepared = None
     if prepared is not None:
         _note_interfaces(units, prepared.notes)
@@ -90,6 +92,10 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
             results = run_unit_planned(unit, options, None if batched else decisions.get(unit.path))
         if batched:
             _say_batched(results, unit, prepared, len(wanted))
+        elif not_made is not None and any(unit is w for w in wanted):
+            for r in results:
+                r.plan_reason = "; ".join(filter(None, [
+                    f"not checked in a batch with {len(wanted) - 1} other units: {not_made}", r.plan_reason]))
         out.append(results)
     if prepared is not None and prepared.notes:
         # The runner notes each module's interface for the units it gives out later.
@@ -116,18 +122,21 @@ def _batchable(unit, options: Options, backend) -> bool:
     return len(unit.items) == 1 and unit.items[0].backend == "c" and may_run_later(unit, options, backend)
 
 
-def prepare(units: list, options: Options) -> Prepared | None:
-    """Check, plan and build `units` as one program; None: it could not be
+def prepare(units: list, options: Options) -> Prepared | str:
+    """Check, plan and build `units` as one program; or why it could not be
     (each unit then takes its own path, which reports whatever stopped it)."""
     from nxc.backend.registry import backend_for
     from nxc.check.summary import check_gate
-    from nxc.diagnostics import Diagnostics
+    from nxc.diagnostics import CompileError, Diagnostics
     from nxc.gates.execute import final_program
     start = time.perf_counter()
     paths = [u.real for u in units]
     if len(set(paths)) != len(paths):
-        return None
-    folder = tempfile.mkdtemp(prefix="nxc-batch-")
+        return "two of them are one module"
+    try:
+        folder = tempfile.mkdtemp(prefix="nxc-batch-")
+    except OSError as exc:
+        return f"no temporary folder for its root module: {exc}"
     try:
         lines = []
         for k, path in enumerate(paths):
@@ -138,19 +147,21 @@ def prepare(units: list, options: Options) -> Prepared | None:
         with open(root, "w", encoding="utf-8") as f:
             f.write("// the modules of several gates, checked as one program (nxc/gates/batch.py)\n"
                     + "".join(lines))
-        try:
-            found = check_gate(root, list(options.include), Diagnostics(warnings=True))
-            if found is None:
-                return None
-            _, emitted = final_program(found, options, emit=paths)
-            compiled = backend_for("c", checked=options.checked).build_batch(emitted, paths, opt=options.opt)
-        except Exception:  # noqa: BLE001 - any error: each unit's own path meets and reports it
-            return None
+        found = check_gate(root, list(options.include), Diagnostics(warnings=True))
+        if found is None:
+            return "a body uses a name from outside its own closure, or nests too deeply"
+        _, emitted = final_program(found, options, emit=paths)
+        compiled = backend_for("c", checked=options.checked).build_batch(emitted, paths, opt=options.opt)
         if compiled is None:
-            return None
+            return "the backend builds no batch"
         root_real = os.path.realpath(root)
         notes = {p: n for p, n in found.notes.items() if p != root_real}
         return Prepared(paths, set(compiled), notes, time.perf_counter() - start)
+    except CompileError as exc:
+        first = exc.diagnostics[0].message if exc.diagnostics else "an error"
+        return f"they do not compile as one program ({first})"
+    except Exception as exc:  # noqa: BLE001 - no symbolic links, a bug in nxc: each unit's own path runs
+        return f"{type(exc).__name__}: {exc}"
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
