@@ -12,8 +12,9 @@ import json
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
-from nxc.backend.c.batch import loader_order
+from nxc.backend.c.closure import import_closure
 from nxc.gates.collect import Item, Unit
 from nxc.gates.execute import Options, Result
 from nxc.gates.protocol import Status
@@ -121,19 +122,22 @@ def test_what_a_batch_reports_is_what_each_unit_alone_reports(tmp_path):
     assert by_name["warns"]["warnings"] and by_name["warns"]["passed"]
 
 
-def test_loader_order_is_the_order_load_program_gives(tmp_path):
+def test_a_gate_records_its_modules_in_the_order_load_program_gives(tmp_path):
     """A batch writes each gate's record with its modules in the order a
-    program rooted at that gate lists them, from the batch program's imports."""
+    program rooted at that gate lists them: its import closure's order in the
+    batch program (LinkedC.gate_record), which must be the loader's."""
     tree = tmp_path / "tree"
     subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "30",
                     "--graph", "random", "--seed", "11"], check=True, capture_output=True)
     names = sorted(n for n in os.listdir(tree) if n.endswith(".nx"))
     root = tree / "all.nx"
     root.write_text("".join(f'import "{n}"\n' for n in names))
-    whole = load_program(str(root))
+    whole = SimpleNamespace(graph=load_program(str(root)))
+    by_path = {m.source.path: m for m in whole.graph.modules}
     for n in names:
         path = os.path.realpath(tree / n)
-        assert loader_order(path, whole.imports) == [m.source.path for m in load_program(path).modules], n
+        closure = [m.source.path for m in import_closure(whole, by_path[path])]
+        assert closure == [m.source.path for m in load_program(path).modules], n
 
 
 def _dies_on_a_batch(conn, options, inherited=(), parent_pid=None):

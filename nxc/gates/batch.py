@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 
 from nxc.diagnostics import display_path
 from nxc.gates.execute import BUILT, Options, Result
-from nxc.gates.protocol import Status
 
 DEFAULT_SIZE = 32        # docs/performance.md, twenty-eighth session: 8, 16 and 32 measured
 
@@ -64,7 +63,7 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
     """Each unit's results, in order: those the planner sends down the full
     path checked, planned and built as one program first (when at least two are)."""
     from nxc.backend.registry import backend_for
-    from nxc.gates.recorded_run import decide, run_unit_planned
+    from nxc.gates.recorded_run import built, decide, run_unit_planned
     from nxc.incremental import plan
     backend = backend_for("c", checked=options.checked)
     decisions: dict[str, object] = {}
@@ -73,9 +72,9 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
             decisions[unit.path] = decide(unit, options, backend)
     wanted = [u for u in units if u.path in decisions and decisions[u.path].path == plan.FULL]
     prepared = prepare(wanted, options) if len(wanted) >= 2 else None
-    not_made = prepared if isinstance(prepared, str) else None
-    if not_made is not None:
-        prepared = None
+    not_made = None
+    if isinstance(prepared, str):           # why the batch could not be one program
+        not_made, prepared = prepared, None
     if prepared is not None:
         _note_interfaces(units, prepared.notes)
     out = []
@@ -84,8 +83,7 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
         if batched and unit.run_later:
             # Built: its run comes in the second round, which plans it from the
             # records just written (planning it here too found them, for nothing).
-            item = unit.items[0]
-            results = [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
+            results = built(unit)
         else:
             # A batched unit is planned again (its verdicts and records are there
             # now); the others keep the decision taken above.
@@ -109,11 +107,10 @@ def _note_interfaces(units: list, notes: dict) -> None:
     """The interfaces the batch's check found, in each unit's view of its
     closure (as the runner notes them for the units it gives out later:
     plan.note_checked), so that its worker's planner finds their verdicts."""
+    from nxc.incremental.plan import note_in_view
     for unit in units:
         for path, (text, interface, _) in notes.items():
-            view = unit.indexed.get(path) if unit.indexed else None
-            if view is not None and view["digest"] == text:
-                view["interface"] = interface
+            note_in_view(unit.indexed.get(path) if unit.indexed else None, text, interface)
 
 
 def _batchable(unit, options: Options, backend) -> bool:
@@ -171,13 +168,13 @@ def _say_batched(results: list[Result], unit, prepared: Prepared, size: int) -> 
     object compiled, its share of the batch's time, and why it took its path."""
     from nxc.incremental.plan import FULL, RECORDED
     mine = display_path(unit.path)
+    share = prepared.seconds / size
     for r in results:
         if mine not in r.checked_bodies:
             r.checked_bodies = [mine, *r.checked_bodies]
         if unit.real in prepared.compiled and mine not in r.recompiled:
             r.recompiled = [mine, *r.recompiled]
             r.build_cached = False
-        share = prepared.seconds / size
         r.front_end_seconds += share
         r.seconds += share
         if r.plan in (RECORDED, BUILT):

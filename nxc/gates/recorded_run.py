@@ -40,8 +40,7 @@ def run_unit_planned(unit: Unit, options: Options, decision: plan.Decision | Non
         decision = decide(unit, options, backend)
     if decision.path == plan.RECORDED:
         if unit.run_later:          # nothing to build: it runs in the second round (nxc/gates/command.py)
-            item = unit.items[0]
-            return [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
+            return built(unit)
         results = _run_recorded(unit, options, backend, decision)
         if results is not None:
             return _planned(results, decision.path, "; ".join(filter(None, [decision.reason, unit.plan_reason])))
@@ -49,6 +48,13 @@ def run_unit_planned(unit: Unit, options: Options, decision: plan.Decision | Non
                                             "full path, whose checked program explains it")
     reason = "; ".join(filter(None, [unit.plan_reason, decision.reason]))
     return _planned(run_unit(unit, options), plan.FULL, reason)
+
+
+def built(unit: Unit) -> list[Result]:
+    """A first round's result of a unit whose objects and records are built:
+    its gate runs in the second round (execute.BUILT, nxc/gates/command.py)."""
+    item = unit.items[0]
+    return [Result(item.id, item.display, "gate", item.backend, Status.PASS, plan=BUILT)]
 
 
 def decide(unit: Unit, options: Options, backend) -> plan.Decision:

@@ -92,9 +92,15 @@ def note_checked(index: ModuleIndex | None, notes: dict, include) -> None:
         return
     for path, (text, interface, verdict) in notes.items():
         index.note(path, text, interface=interface, verdict=verdict)
-        view = index.views.get(_view_key(path, include))
-        if view is not None and view["digest"] == text:
-            view["interface"] = interface
+        note_in_view(index.views.get(_view_key(path, include)), text, interface)
+
+
+def note_in_view(view: dict | None, text: str, interface: str) -> None:
+    """A module's interface digest, found by a check of its source `text`, in
+    a unit's view of it (Unit.indexed; None: no view): only if the view is of
+    that source."""
+    if view is not None and view["digest"] == text:
+        view["interface"] = interface
 
 
 def save_index(index: ModuleIndex | None) -> None:

@@ -238,7 +238,7 @@ class LinkedC(CapturesMixin):
         # Each module's gate is in its own object: a module with only a main has one too.
         compiled = ({id(fn.module) for fn in program.functions if fn is not program.entry}
                     | {id(sym.module) for sym, _ in program.globals}
-                    | {id(m) for m in program.graph.modules if has_gate(m)})
+                    | {id(m) for m in program.graph.modules if _has_gate(m)})
         for module in program.graph.modules:
             if id(module) not in compiled:
                 continue            # nothing of its own to compile (consts, structs, externs only)
@@ -248,7 +248,7 @@ class LinkedC(CapturesMixin):
                                      f"({len(units)} here)")
         root = program.graph.root
         binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(units)),
-                          module_c_id(root) if has_gate(root) else None)
+                          module_c_id(root) if _has_gate(root) else None)
         self.key_of(root, config)       # the gate record's key (gate_record)
         rt = runtime_key(self.checked, self.opt)
         return units, binding, rt, link_key([u.key for u in units], rt, binding.text, self.opt)
@@ -265,21 +265,25 @@ class LinkedC(CapturesMixin):
                 module_source_digest(module), self.closure_digest(self, self.closure_of(module)), config))
         return key
 
-    def gate_record(self) -> tuple[str, dict]:
-        """(key, record) of what this gate's link is made of, beyond its
-        modules' own keys (read by nxc/backend/c/recorded.py): the modules
-        whose objects it links, in link order, the module whose main is the
-        gate (its C id, or None), the graph's module order (the order of the
-        gate's warnings). Keyed by the root's object key, which covers the
-        root's source and the interfaces of its closure, so all three are the
-        same for every gate of that key. The binding follows from the first
-        two (`binding_of`)."""
-        units, binding, _, _ = self.plan()
-        root = self._program.graph.root
-        return self.keys[root.source.path], {
-            "units": [u.module.source.path for u in units],
-            "gate": binding.root,
-            "modules": [m.source.path for m in self._program.graph.modules]}
+    def gate_record(self, root=None) -> tuple[str, dict]:
+        """(key, record) of what the gate of `root` (default: the program's root;
+        nxc/backend/c/batch.py passes each module of a batch) links, beyond its
+        modules' own keys (read by nxc/backend/c/recorded.py): the modules whose
+        objects it links, in link order, the module whose main is the gate (its
+        C id, or None), the module order of a program rooted at it (its import
+        closure: the loader's order, that of the gate's warnings). Keyed by the
+        root's object key, which covers the root's source and the interfaces of
+        its closure, so all three are the same for every gate of that key. The
+        binding follows from the first two (`binding_of`)."""
+        units, _, _, _ = self.plan()
+        graph = self._program.graph
+        order = [m.source.path for m in (graph.modules if root is None else self.closure_of(root))]
+        root = root or graph.root
+        linked = {u.module.source.path for u in units}
+        return self.key_of(root, self.config()), {
+            "units": [p for p in order if p in linked],
+            "gate": module_c_id(root) if _has_gate(root) else None,
+            "modules": order}
 
     @property
     def units(self) -> list["ModuleUnit"]:
@@ -368,7 +372,7 @@ def binding_of(units: list[str], gate: str | None) -> Binding:
     return Binding(tuple((module_c_id_of(p), (k + 1) << SITE_BITS) for k, p in enumerate(units)), gate)
 
 
-def has_gate(module) -> bool:
+def _has_gate(module) -> bool:
     """The module declares a gate (`func main`), checked or not in this program."""
     # Asked of every module of every gate's graph; an AST's items do not change
     # once parsed: kept by the AST, held with it (its id stays its own).
