@@ -536,9 +536,10 @@ def expect_entries(modules: int) -> None:
     _working_set = max(_working_set, modules)
 
 
-def scaled_bound(default: int) -> int:
-    """A cache part's bound: its default, or twice the run's modules if larger."""
-    return max(default, 2 * _working_set)
+def scaled_bound(default: int, per_module: int = 1) -> int:
+    """A cache part's bound: its default, or twice what the run's modules
+    write to it (`per_module` entries each) if larger."""
+    return max(default, 2 * per_module * _working_set)
 
 
 def prune_due(writes: int) -> bool:

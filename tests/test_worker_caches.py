@@ -16,6 +16,7 @@ each keyed by what it depends on, never trusted across a change, bounded.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 
@@ -232,6 +233,10 @@ def _one_run(monkeypatch) -> None:
     for memo in ("_RUN_OBJECT_KEYS", "_RUN_VERDICT_KEYS"):
         monkeypatch.setattr(keys, memo, {})
     monkeypatch.setattr(build, "_RUN_COMPILER", {})
+    from nxc.backend.c import recorded
+    from nxc.incremental import plan
+    monkeypatch.setattr(recorded, "_KEYS", index.ClosureMemo())
+    monkeypatch.setattr(plan, "_VERDICTS", index.ClosureMemo())
 
 
 def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
@@ -332,6 +337,94 @@ def test_a_run_keeps_each_verdict_key_by_path_text_and_soft_f32(tmp_path, monkey
     assert keys.verdict_key_in_run(at[0], "another text", set(), {}, at[2]) != keys._RUN_VERDICT_KEYS[at]  # noqa: SLF001
 
 
+def test_a_closures_number_names_everything_down_its_imports(monkeypatch):
+    """ClosureMemo.names: two modules get one number exactly when their paths,
+    parts and imports' numbers (in order) are equal, all the way down; a
+    change anywhere below a module is a new number for it; nothing outside a
+    process that ends with its run."""
+    from nxc.incremental.index import ClosureMemo
+    imports = {"/c": [], "/b": ["/c"], "/a": ["/c"], "/top": ["/a", "/b"]}
+    order = ["/c", "/a", "/b", "/top"]
+    parts = {p: "d-" + p for p in order}
+    memo = ClosureMemo()
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)
+    assert memo.names(order, imports, parts) is None            # outside a run: nothing kept
+    cache.this_process_ends_with_its_run()
+    first = memo.names(order, imports, parts)
+    assert len(set(first.values())) == 4
+    assert memo.names(order, imports, dict(parts)) == first     # the same closure: the same numbers
+    deep = memo.names(order, imports, dict(parts, **{"/c": "edited"}))
+    assert all(deep[p] != first[p] for p in order)              # a part deep down: every importer too
+    side = memo.names(order, imports, dict(parts, **{"/b": "edited"}))
+    assert side["/c"] == first["/c"] and side["/a"] == first["/a"]
+    assert side["/b"] != first["/b"] and side["/top"] != first["/top"]
+    swapped = memo.names(order, dict(imports, **{"/top": ["/b", "/a"]}), parts)
+    assert swapped["/top"] != first["/top"] and swapped["/a"] == first["/a"]    # import order
+    moved = memo.names(["/c", "/a", "/b", "/top2"], dict(imports, **{"/top2": ["/a", "/b"]}),
+                       dict(parts, **{"/top2": parts["/top"]}))
+    assert moved["/top2"] != first["/top"]                      # the path
+
+
+def test_a_run_keeps_each_recorded_plan_answer_by_its_closures_number(tmp_path, monkeypatch):
+    """The worker's plan of a link from records (plan.plan_in_worker): in a
+    process that ends with its run, each module's verdict and object key are
+    kept by the number of its closure (ClosureMemo); later gates get the very
+    decisions a fresh process makes, and a view with an edited module, or
+    another interface digest, is never answered from what was kept."""
+    from nxc.backend.registry import backend_for
+    from nxc.gates import collect
+    from nxc.incremental import keys, plan, records
+    from tree_support import nxc_test_results, write_settled
+    tree = tmp_path / "t"
+    tree.mkdir()
+    write_settled(tree, {
+        "leaf.nx": "func f(x: i64) -> i64 { return x + 1 }\n",
+        "mid.nx": 'import "leaf.nx"\nfunc g(x: i64) -> i64 { return f(x) * 2 }\n'
+                  "func main() -> i64 { return g(1) - 4 }\n",
+        "top.nx": 'import "mid.nx"\nfunc main() -> i64 { return g(3) - 8 }\n'})
+    cold, out = nxc_test_results(tree, str(tmp_path / "cache"), "-j", "1")
+    assert len(cold) == 3 and all(r["passed"] for r in cold.values()), out
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "cache"))
+    cache.forget_verified()
+    options = Options(read_results=True, record_results=True)
+    backend = backend_for("c", checked=True)
+
+    def decisions(units=None):
+        if units is None:       # the runner's views of a fresh index (a memory limit: none cached)
+            units = collect.group_units(collect.collect([str(tree)]))
+            plan.plan_units(units, dataclasses.replace(options, memory_limit=1), None, None)
+        return units, {os.path.basename(u.path): plan.plan_in_worker(u, options, backend) for u in units}
+
+    def summary(found):
+        return {n: (d.path, d.link.key if d.link else None, d.warnings) for n, d in found.items()}
+    units, fresh = decisions()
+    assert {d.path for d in fresh.values()} == {plan.RECORDED}, {n: d.reason for n, d in fresh.items()}
+    _one_run(monkeypatch)
+    looked = []
+    real_verdict_key, real_read_record = keys.verdict_key, records.read_record
+    monkeypatch.setattr(keys, "verdict_key", lambda *a: looked.append(a[0]) or real_verdict_key(*a))
+    monkeypatch.setattr(records, "read_record", lambda k: looked.append(k) or real_read_record(k))
+    assert summary(decisions(units)[1]) == summary(fresh)
+    first = len(looked)
+    assert first == 2 * 3                   # each module's verdict key and record: once, for all three units
+    assert summary(decisions(units)[1]) == summary(fresh) and len(looked) == first     # kept: none again
+    other = {u.path: plan.plan_in_worker(u, dataclasses.replace(options, opt="0"), backend) for u in units}
+    assert all(d.path == plan.FULL for d in other.values()), other     # -O0: no records kept answer for it
+    # Another interface digest in the leaf's view: its verdict (and each
+    # importer's) is looked up again, and not found.
+    for u in units:
+        for p, view in u.indexed.items():
+            if p.endswith("leaf.nx"):
+                view["interface"] = "another"
+    again = decisions(units)[1]
+    assert all(d.path == plan.FULL for d in again.values()) and len(looked) > first, \
+        {n: d.reason for n, d in again.items()}
+    # An edited leaf (a new text in the views): nothing kept answers for it.
+    write_settled(tree, {"leaf.nx": "func f(x: i64) -> i64 { return 1 + x }\n"})
+    edited = decisions()[1]
+    assert all(d.path == plan.FULL for d in edited.values()), {n: d.reason for n, d in edited.items()}
+
+
 def test_a_run_keeps_the_compiler_found_for_its_cc_and_path(tmp_path, monkeypatch):
     """A worker keeps the compiler command found for CC and PATH: either one
     changed is looked up again; a process that outlives runs looks each time."""
@@ -413,6 +506,33 @@ def test_a_record_is_kept_once_read(tmp_path, monkeypatch):
     cache.forget_verified()
     os.remove(path)
     assert records.read_record(key) is None
+
+
+def test_a_run_keeps_the_records_it_writes_past_the_default_bound(tmp_path, monkeypatch):
+    """Two records a module (its object's and its gate's): a run over N modules
+    whose keys are all new (an interface edit) keeps the 2N it writes, and
+    prunes the older ones first."""
+    from nxc.incremental import records
+    cache.forget_verified()
+    monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(records, "MAX_RECORDS", 2)
+    monkeypatch.setattr(records, "_record_writes", 0)
+    monkeypatch.setattr(records, "prune_due", lambda writes: writes == 12)     # one look, after the last write
+    monkeypatch.setattr(cache, "_working_set", 0)
+    cache.expect_entries(3)                     # a tree of three modules
+    gate = {"gate": None, "units": [], "modules": []}
+    for run in ("old", "new"):
+        for m in range(3):
+            key = f"{run}{m}".ljust(32, "k")
+            records.write_record(key, RECORD)
+            records.write_gate_record(key, gate)
+            if run == "old":
+                for name in (key, "g-" + key):
+                    os.utime(os.path.join(str(tmp_path), "c", "records", name + ".json"), (1, 1))
+    cache.forget_verified()
+    for m in range(3):
+        key = f"new{m}".ljust(32, "k")
+        assert records.read_record(key) == RECORD and records.read_gate_record(key) == gate
 
 
 def test_a_refused_record_is_not_kept(tmp_path, monkeypatch):

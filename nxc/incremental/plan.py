@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from nxc.diagnostics import ToolError
 from nxc.incremental import keys, records
 from nxc.incremental import results as results_cache
-from nxc.incremental.index import ModuleIndex, closure_orders
+from nxc.incremental.index import ClosureMemo, ModuleIndex, closure_orders
 
 CACHED, RECORDED, FULL = "cached", "recorded", "full"
 
@@ -179,7 +179,7 @@ def plan_in_worker(unit, options, backend) -> Decision:
     if orders is None or set(orders) != set(indexed):
         return Decision(FULL, "its imports form a cycle (or reach a module the index lacks): "
                               "its keys need the front end")
-    warnings_of, why = verdict_warnings(indexed, orders)
+    warnings_of, why = verdict_warnings(indexed, root, imports, orders)
     if warnings_of is None:
         return Decision(FULL, why)
     digests = {p: e["digest"] for p, e in indexed.items()}
@@ -213,10 +213,12 @@ def _not_recordable(unit, options, backend) -> str | None:
     return None
 
 
-def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> tuple[dict[str, list[str]] | None, str]:
+def verdict_warnings(indexed: dict, root: str, imports: dict[str, list[str]],
+                     orders: dict[str, list[str]]) -> tuple[dict[str, list[str]] | None, str]:
     """({module: its bodies' warnings}, "") from the clean verdict of every
-    module of the closure under its current key; (None, why) if one is
-    missing. orders: each module's import closure (closure_orders)."""
+    module of the closure of `root` under its current key; (None, why) if one
+    is missing. imports: each module's, resolved; orders: each module's
+    import closure (closure_orders)."""
     # The interface digests are the runner's: those of its index, and those
     # the checks of this run found, noted in the views of the units given out
     # after them (note_checked). The index file holds nothing more: the
@@ -227,16 +229,28 @@ def verdict_warnings(indexed: dict, orders: dict[str, list[str]]) -> tuple[dict[
     unknown = sorted(p for p, d in interfaces.items() if d is None)
     if unknown:
         return None, f"no interface digest yet for {_name(unknown[0])}" + _more(unknown)
+    # A verdict follows from the module's text and the interfaces of its
+    # closure: kept for the run by the number naming exactly those.
+    numbers = _VERDICTS.names(orders[root], imports, {p: (e["digest"], interfaces[p]) for p, e in indexed.items()})
+    kept = _VERDICTS.answers
     out = {}
     for p, e in indexed.items():
-        key = keys.verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
-        verdict = records.load_verdict(key)         # verified once per worker and file (nxc/cache.py)
-        if verdict is None:
-            return None, f"no clean verdict for {_name(p)} under its current key"
-        if verdict.get("interface") != interfaces[p]:
-            return None, f"the verdict of {_name(p)} holds another interface"
-        out[p] = verdict["warnings"]
+        found = kept.get(numbers[p]) if numbers is not None else None
+        if found is None:
+            key = keys.verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
+            verdict = records.load_verdict(key)         # verified once per worker and file (nxc/cache.py)
+            if verdict is None:
+                return None, f"no clean verdict for {_name(p)} under its current key"
+            if verdict.get("interface") != interfaces[p]:
+                return None, f"the verdict of {_name(p)} holds another interface"
+            found = verdict["warnings"]
+            if numbers is not None:
+                kept[numbers[p]] = found
+        out[p] = found
     return out, ""
+
+
+_VERDICTS = ClosureMemo()       # a module's clean verdict's warnings, by its closure's number
 
 
 def _name(path: str) -> str:

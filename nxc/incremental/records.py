@@ -92,7 +92,10 @@ def _pruned_records() -> None:
     global _record_writes
     _record_writes += 1
     if prune_due(_record_writes):
-        prune_least_recent(_records_dir(), scaled_bound(MAX_RECORDS),
+        # Two records a module: its object's and its gate's. Bounded as one a
+        # module, a run over 1,600 modules after an interface edit (every key
+        # new) pruned the records its own first gates had just written.
+        prune_least_recent(_records_dir(), scaled_bound(MAX_RECORDS, per_module=2),
                            lambda name: name.endswith(".json") and not name.startswith("."))
 
 

@@ -7,6 +7,7 @@ unit logic (units.py, copies.py); knows nothing of either.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 
@@ -77,8 +78,10 @@ def module_c_id(module: ast.Module) -> str:
     return module_c_id_of(module.source.path)
 
 
+@functools.lru_cache(maxsize=16384)
 def module_c_id_of(path: str) -> str:
-    """module_c_id of the module at real path `path`."""
+    """module_c_id of the module at real path `path` (a function of the path
+    alone: kept, asked for each unit of each gate a worker plans)."""
     stem = "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])[:40]
     return f"{stem}_{hashlib.sha256(path.encode('utf-8', 'surrogateescape')).hexdigest()[:12]}"
 

@@ -37,6 +37,7 @@ from nxc.backend.c.emit import FAULT_INFO_WORDS
 from nxc.backend.c.sites import SiteTable
 from nxc.cache import present, stamped
 from nxc.incremental import records
+from nxc.incremental.index import ClosureMemo
 from nxc.incremental.keys import interfaces_digest, object_key, source_key_digest
 
 
@@ -68,14 +69,23 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
     if set(orders) != set(digests):
         return None, "the index's closure and its import orders differ"
     order = orders[root]
+    # A module's key and recorded interface follow from its source digest and
+    # its closure's: kept for the run by the number naming exactly those.
+    numbers = _KEYS.names(order, imports, digests)
+    kept = _KEYS.answers
     for p in order:                             # dependencies first
-        closure = orders[p]
-        key = object_key(source_key_digest(p, digests[p]), interfaces_digest(interfaces[d] for d in closure[:-1]),
-                         config)
-        record = records.read_record(key)     # verified once per worker and file (nxc/cache.py)
-        if record is None:
-            return None, f"no record of {os.path.basename(p)} under its object key {key[:12]}"
-        interfaces[p], keys[p] = record["interface"], key
+        found = kept.get((numbers[p], config)) if numbers is not None else None
+        if found is None:
+            closure = orders[p]
+            key = object_key(source_key_digest(p, digests[p]),
+                             interfaces_digest(interfaces[d] for d in closure[:-1]), config)
+            record = records.read_record(key)     # verified once per worker and file (nxc/cache.py)
+            if record is None:
+                return None, f"no record of {os.path.basename(p)} under its object key {key[:12]}"
+            found = record["interface"], key
+            if numbers is not None:
+                kept[numbers[p], config] = found
+        interfaces[p], keys[p] = found
     gate = records.read_gate_record(keys[root])
     if gate is None:
         return None, f"no gate record under the root's key {keys[root][:12]}"
@@ -89,6 +99,9 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
     binding = objects.binding_of(gate["units"], gate["gate"])
     key = objects.link_key([keys[p] for p in gate["units"]], rt, binding.text, opt)
     return RecordedLink(key, linked, list(gate["modules"]), rt, [keys[p] for p in gate["units"]], binding), ""
+
+
+_KEYS = ClosureMemo()       # (number, configuration) -> (recorded interface digest, object key)
 
 
 class RecordedGate:
