@@ -770,9 +770,9 @@ def link_library(target: str, objects: list[str], opt: str) -> None:
                            lambda n: n.startswith("_nx_") and n.endswith((".so", ".pyd")))
 
 
-def usable_object(key: str) -> str | None:
-    """The path of object `key` if it is in the cache, whole and stamped (else None)."""
-    target = os.path.join(objects_dir(), key + ".o")
+def usable_object(key: str, folder: str | None = None) -> str | None:
+    """The path of object `key` if in the cache, whole and stamped (else None); folder: objects_dir()."""
+    target = os.path.join(folder or objects_dir(), key + ".o")
     return target if _usable(target, key) else None
 
 

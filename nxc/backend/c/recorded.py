@@ -91,7 +91,8 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
         return None, f"no gate record under the root's key {keys[root][:12]}"
     if set(gate["modules"]) != set(order) or not set(gate["units"]) <= set(order):
         return None, "the gate record names other modules than the index's closure"
-    linked = [objects.usable_object(keys[p]) for p in gate["units"]]
+    folder = objects.objects_dir()          # once: asked for each module of each gate planned
+    linked = [objects.usable_object(keys[p], folder) for p in gate["units"]]
     if None in linked:
         missing = gate["units"][linked.index(None)]
         return None, f"the object of {os.path.basename(missing)} is not in the cache: it must be emitted"
