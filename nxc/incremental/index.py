@@ -349,10 +349,11 @@ class ClosureMemo:
     A worker plans each gate from the index's views (plan.verdict_warnings,
     the C backend's plan_from_records), one answer per module of the gate's
     closure, each over that module's own closure: at 1,600 modules ~150,000
-    answers a run, 2-3 ms of hashing and cache lookups a gate, for ~9,000
-    distinct ones. `names` gives each module of an order a number that stands
-    for its path, its `parts` (whatever the answer follows from: source
-    digest, interface digest, ...) and the numbers of its imports, in order;
+    answers a run, 2-3 ms of hashing and cache lookups a gate, for ~1,600
+    distinct ones (one a module: within a run its closure does not change).
+    `names` gives each module of an order a number that stands for its path,
+    its `parts` (whatever the answer follows from: source digest, interface
+    digest, ...) and the numbers of its imports, in order;
     two modules get the same number exactly when all of that is equal, all
     the way down (a dict of those tuples, not a hash of them). An answer kept
     under a number is then the answer for any closure with that number.
