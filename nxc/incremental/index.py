@@ -362,7 +362,7 @@ class ClosureMemo:
 
     def __init__(self, least: int = 8192):
         self._numbers: dict[tuple, int] = {}
-        self.answers: dict = {}         # (number, anything else it follows from) -> answer
+        self._answers: dict = {}        # (number, anything else it follows from) -> answer
         self._least = least
 
     def names(self, order: list[str], imports: dict[str, list[str]], parts: dict) -> dict[str, int] | None:
@@ -371,12 +371,22 @@ class ClosureMemo:
             return None
         if len(self._numbers) >= scaled_bound(self._least):
             self._numbers.clear()       # the answers are kept by these numbers: both start over
-            self.answers.clear()
+            self._answers.clear()
         numbers = self._numbers
         out: dict[str, int] = {}
         for p in order:
             out[p] = numbers.setdefault((p, parts[p], tuple(out[d] for d in imports[p])), len(numbers))
         return out
+
+    def kept(self, numbers: dict[str, int] | None, path: str, *more):
+        """The answer kept for `path` under its number from `names` (and `more`:
+        what else it follows from); None if none, or outside a run."""
+        return None if numbers is None else self._answers.get((numbers[path], *more))
+
+    def keep(self, numbers: dict[str, int] | None, path: str, answer, *more) -> None:
+        """Keep `answer` for `path` (as `kept` finds it); nothing outside a run."""
+        if numbers is not None:
+            self._answers[(numbers[path], *more)] = answer
 
 
 def merged_orders(orders: list[list], key=lambda item: item) -> list:

@@ -232,10 +232,9 @@ def verdict_warnings(indexed: dict, root: str, imports: dict[str, list[str]],
     # A verdict follows from the module's text and the interfaces of its
     # closure: kept for the run by the number naming exactly those.
     numbers = _VERDICTS.names(orders[root], imports, {p: (e["digest"], interfaces[p]) for p, e in indexed.items()})
-    kept = _VERDICTS.answers
     out = {}
     for p, e in indexed.items():
-        found = kept.get(numbers[p]) if numbers is not None else None
+        found = _VERDICTS.kept(numbers, p)
         if found is None:
             key = keys.verdict_key(p, e["digest"], set(orders[p]), interfaces, False)
             verdict = records.load_verdict(key)         # verified once per worker and file (nxc/cache.py)
@@ -244,8 +243,7 @@ def verdict_warnings(indexed: dict, root: str, imports: dict[str, list[str]],
             if verdict.get("interface") != interfaces[p]:
                 return None, f"the verdict of {_name(p)} holds another interface"
             found = verdict["warnings"]
-            if numbers is not None:
-                kept[numbers[p]] = found
+            _VERDICTS.keep(numbers, p, found)
         out[p] = found
     return out, ""
 

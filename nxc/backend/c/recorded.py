@@ -72,9 +72,8 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
     # A module's key and recorded interface follow from its source digest and
     # its closure's: kept for the run by the number naming exactly those.
     numbers = _KEYS.names(order, imports, digests)
-    kept = _KEYS.answers
     for p in order:                             # dependencies first
-        found = kept.get((numbers[p], config)) if numbers is not None else None
+        found = _KEYS.kept(numbers, p, config)
         if found is None:
             closure = orders[p]
             key = object_key(source_key_digest(p, digests[p]),
@@ -83,8 +82,7 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
             if record is None:
                 return None, f"no record of {os.path.basename(p)} under its object key {key[:12]}"
             found = record["interface"], key
-            if numbers is not None:
-                kept[numbers[p], config] = found
+            _KEYS.keep(numbers, p, found, config)
         interfaces[p], keys[p] = found
     gate = records.read_gate_record(keys[root])
     if gate is None:
