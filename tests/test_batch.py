@@ -202,3 +202,21 @@ def test_a_batch_that_cannot_be_one_program_says_why(tmp_path, monkeypatch):
     why = prepare(broken, Options())
     assert isinstance(why, str) and "nowhere" in why, why
     assert prepare([ok[0], ok[0]], Options()) == "two of them are one module"
+
+
+def test_a_unit_built_in_a_batch_and_run_in_the_second_round_says_both():
+    """A gate another unit imports is built in the first round (here in a
+    batch) and run in the second: its one reported result says why each
+    round took its path, as it sums what both took."""
+    from nxc.gates.command import _held
+    from nxc.gates.execute import BUILT
+    first_round: dict = {}
+    built = Result("t.nx", "t.nx", "gate", "c", Status.PASS, plan=BUILT, checked_bodies=["t.nx"],
+                   plan_reason="checked, emitted and built in a batch of 3 as one program, then linked from records")
+    assert _held(built, first_round)
+    ran = Result("t.nx", "t.nx", "gate", "c", Status.PASS, plan="recorded",
+                 plan_reason="clean verdicts and records for all 2 modules of its closure")
+    assert not _held(ran, first_round) and first_round == {}
+    assert ran.plan_reason == ("checked, emitted and built in a batch of 3 as one program, then linked from records; "
+                               "clean verdicts and records for all 2 modules of its closure")
+    assert ran.checked_bodies == ["t.nx"]

@@ -152,6 +152,8 @@ def _held(r: Result, first_round: dict[str, Result]) -> bool:
         r.seconds += built.seconds
         if built.recompiled:
             r.build_cached = False
+        # Why the first round built it (a batch: nxc/gates/batch.py) and why the second ran it as it did.
+        r.plan_reason = "; ".join(filter(None, [built.plan_reason, r.plan_reason]))
     return False
 
 
