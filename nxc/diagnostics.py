@@ -27,6 +27,12 @@ class Pos(NamedTuple):
     def __str__(self) -> str:
         return f"{self.file.display}:{self.line}:{self.col}"
 
+    def __reduce__(self):
+        # Made again by tuple.__new__, in C: a named tuple's own pickling
+        # calls its __new__ written in Python, for every node of a pickled
+        # tree (nxc/syntax/ast.py).
+        return (tuple.__new__, (Pos, tuple(self)))
+
 
 def display_path(path: str, cwd: str | None = None) -> str:
     """A path as a user would type it: relative to cwd when inside it

@@ -125,3 +125,49 @@ def test_disk_parse_cache_is_bounded_least_recently_used_first(write_nx, monkeyp
     # a pruned module is simply parsed again
     _fresh_process_state()
     assert [f.name for f in check_file(modules[1], diags=Diagnostics()).graph.root.items] == ["f1"]
+
+
+def _same_tree(a, b, where="module") -> None:
+    """a and b are the same tree: the same classes, field values and positions
+    all the way down (nodes compare by identity, so this walks both)."""
+    from dataclasses import fields
+    from nxc.syntax import ast
+    from nxc.diagnostics import Pos
+    assert type(a) is type(b), where
+    if isinstance(a, ast.Node):
+        for f in fields(a):
+            _same_tree(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, Pos):
+        assert (a.file.path, a.line, a.col) == (b.file.path, b.line, b.col), where
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same_tree(x, y, f"{where}[{i}]")
+    elif hasattr(a, "path") and hasattr(a, "text"):     # the SourceFile
+        assert (a.path, a.text) == (b.path, b.text), where
+    else:
+        assert a == b, where
+
+
+def test_every_bundled_module_comes_back_from_its_pickle_as_parsed():
+    # Nodes and positions pickle as their class called with their fields
+    # (nxc/syntax/ast.py, nxc/diagnostics.py): every node kind of the bundled
+    # modules, positions sharing their file, and the module's header.
+    import pickle
+    from nxc.paths import bundled_dir
+    from nxc.diagnostics import Pos
+    from nxc.syntax import ast
+    kinds = set()
+    for name in sorted(os.listdir(bundled_dir())):
+        if not name.endswith(".nx"):
+            continue
+        module = parse.parse_source(loader.read_source(os.path.join(bundled_dir(), name), Diagnostics()),
+                                    Diagnostics())
+        back = pickle.loads(pickle.dumps(module, protocol=pickle.HIGHEST_PROTOCOL))
+        _same_tree(module, back, name)
+        assert type(back.pos) is Pos and back.pos.file is back.source      # one SourceFile, shared
+        for item in back.items:
+            kinds.add(type(item).__name__)
+            if isinstance(item, ast.FuncDecl) and item.body is not None:
+                kinds |= {type(n).__name__ for n in ast.walk(item.body)}
+    assert {"FuncDecl", "Import", "StructDecl", "While", "If", "Call", "Binary", "Cast"} <= kinds
