@@ -245,3 +245,34 @@ def test_a_plan_is_kept_per_host_cpu(fresh, monkeypatch):
     toolchain.plan_compile(cc, ident, args)
     assert probed == [1]
     assert len(os.listdir(fresh / "cache" / "c" / "toolchain")) == 2
+
+
+def test_each_search_folder_is_named_once_first_place_kept(tmp_path):
+    """ld reads every -L folder before it looks for a library: a folder named
+    again (through `..` or a symbolic link) is left out, and nothing else moves."""
+    lib = tmp_path / "lib"
+    (lib / "sub").mkdir(parents=True)
+    other = tmp_path / "other"
+    other.mkdir()
+    (tmp_path / "link").symlink_to(lib)
+    args = ["-shared", f"-L{lib}", f"-L{other}", "crt.o", f"-L{lib}/sub/..", f"-L{tmp_path}/link", "-lm",
+            f"-L{other}/", "-Lrelative", "-Lrelative", "-lc"]
+    assert toolchain._search_folders_once(args) == ["-shared", f"-L{lib}", f"-L{other}", "crt.o", "-lm",
+                                                    "-Lrelative", "-Lrelative", "-lc"]
+
+
+@plain_gcc
+def test_the_link_plan_names_each_folder_once_and_its_libraries_must_stay(fresh, monkeypatch):
+    cc = c_build.compiler()
+    ident = c_build.compiler_identity(tuple(cc))
+    before = [*c_build.flags_for("2"), *toolchain.link_flags()]
+    plan = toolchain.plan_link(cc, ident, before, ["-lm"])
+    assert plan is not None
+    folders = [os.path.realpath(a[2:]) for a in plan if a.startswith("-L/")]
+    assert folders and len(folders) == len(set(folders))
+    # a start file the plan names by path, gone: the plan is not used again
+    start = next(a for a in plan if a.endswith(".o") and os.path.isabs(a) and not a.startswith("/nxc-probe"))
+    assert toolchain._stable([plan])
+    real_isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: p != start and real_isfile(p))
+    assert not toolchain._stable([plan])

@@ -40,7 +40,7 @@ OUT = _DIR + "/out.o"
 OBJ = _DIR + "/obj.o"
 LIB = _DIR + "/lib.so"
 # Bump when what a plan holds or how it is used changes.
-PLAN_VERSION = "1"
+PLAN_VERSION = "2"
 # Plans kept (a few per build configuration, each under 4 KB; the
 # precompiled header's folder, in the flags, changes with nxc's code).
 MAX_PLANS = 64
@@ -92,9 +92,15 @@ def _plans_dir() -> str:
 
 
 def _stable(steps) -> bool:
-    """The programs of a plan are still where they were (a compiler upgrade
-    changes the identity, hence the key; this catches a removed program)."""
-    return all(os.path.isfile(step[0]) for step in steps)
+    """The programs of a plan, and the libraries and start files a link plan
+    names by path, are still where they were (a compiler upgrade changes the
+    identity, hence the key; this catches a removed program or library)."""
+    return all(os.path.isfile(step[0]) and all(os.path.isfile(arg) for arg in step[1:] if _a_file_named(arg))
+               for step in steps)
+
+
+def _a_file_named(arg: str) -> bool:
+    return os.path.isabs(arg) and not arg.startswith(_DIR) and arg.endswith((".so", ".a", ".o"))
 
 
 def _plan(kind: str, cc: list[str], identity: str, template: list[str], probe):
@@ -256,8 +262,28 @@ def _probe_link(cc: list[str], before: list[str], after: list[str], template: li
     exe = _program(proc.stdout.strip()) if proc.returncode == 0 else None
     if exe is None:
         return None
-    plan = [[exe, *kept]]
+    # Each search folder once: ld reads every -L folder whole before it looks
+    # for a library, and GCC's list names /usr/lib/x86_64-linux-gnu three
+    # times and /usr/lib four (through .. and the /lib link). A later copy of
+    # a folder can never supply what the first did not, so this changes no
+    # search (gold: 13 ms to 11.6 ms for a gate of 90 objects).
+    plan = [[exe, *_search_folders_once(kept)]]
     return plan if _same_library(cc, before, after, plan[0]) else None
+
+
+def _search_folders_once(args: list[str]) -> list[str]:
+    """`args` without each -L folder that an earlier -L names already (the same
+    folder once links are followed)."""
+    seen = set()
+    out = []
+    for arg in args:
+        if arg.startswith("-L/"):
+            real = os.path.realpath(arg[2:])
+            if real in seen:
+                continue
+            seen.add(real)
+        out.append(arg)
+    return out
 
 
 def link_command(plan: list[str], objects: list[str], output: str) -> list[str]:
