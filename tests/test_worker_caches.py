@@ -237,6 +237,8 @@ def _one_run(monkeypatch) -> None:
     from nxc.incremental import plan
     monkeypatch.setattr(recorded, "_KEYS", index.ClosureMemo())
     monkeypatch.setattr(plan, "_VERDICTS", index.ClosureMemo())
+    from nxc.syntax import ast
+    monkeypatch.setattr(ast, "_NODES", {})
 
 
 def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
@@ -614,3 +616,28 @@ def test_an_edit_between_two_gates_of_one_worker(tmp_path, backend):
     with open(lib, "w", encoding="utf-8") as f:
         f.write(good)
     assert run().passed
+
+
+def test_a_run_walks_each_body_once_and_holds_what_it_walked(tmp_path, monkeypatch):
+    """ast.nodes: walk()'s nodes in walk()'s order; in a worker of one run the
+    same tuple again for the same node (held, so its id is not reused while
+    kept), and for another node with the same text its own; outside a run a
+    fresh walk each time."""
+    from nxc.syntax import ast
+    path = tmp_path / "m.nx"
+    path.write_text("func f(a: i64) -> i64 {\n    var s: i64 = 0\n    while s < a { s = s + 1 }\n    return s\n}\n"
+                    "func main() -> i64 { return f(3) - 3 }\n")
+    body = check_file(str(path)).graph.root.items[0].body
+    from nxc.diagnostics import Diagnostics
+    twin = loader.parse_source(loader.read_source(str(path), Diagnostics()), Diagnostics()).items[0].body   # apart
+    walked = tuple(ast.walk(body))
+    assert len(walked) > 5
+    monkeypatch.setattr(cache, "_ends_with_its_run", False)
+    monkeypatch.setattr(ast, "_NODES", {})
+    first = ast.nodes(body)
+    assert first == walked and ast.nodes(body) is not first and not ast._NODES
+    _one_run(monkeypatch)
+    kept = ast.nodes(body)
+    assert kept == walked and ast.nodes(body) is kept and ast._NODES[id(body)][0] is body
+    other = ast.nodes(twin)
+    assert other is not kept and all(a is not b for a, b in zip(other, kept)) and len(other) == len(kept)

@@ -96,7 +96,7 @@ _FACTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 def _walk(body, info) -> BodyFacts:
     calls, plain, memory, loud = set(), True, False, False
-    for n in ast.walk(body):
+    for n in ast.nodes(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func)
             if s is None or not isinstance(n.func, ast.Name):

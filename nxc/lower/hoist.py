@@ -113,7 +113,7 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     body = loop.body
     # Locals the body assigns (declared in it, or assigned).
     assigned = set()
-    for n in ast.walk(body):
+    for n in ast.nodes(body):
         if isinstance(n, ast.Assign) and isinstance(n.target, ast.Name):
             assigned.add(info.sym(n.target))
         elif isinstance(n, ast.VarDecl):
@@ -125,10 +125,10 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
     regions = []                     # (statement, counter indices its accesses may use)
     stmts = body.stmts
     for i, st in enumerate(stmts):
-        if not any(isinstance(n, ast.While) for n in ast.walk(st)):
+        if not any(isinstance(n, ast.While) for n in ast.nodes(st)):
             regions.append((st, (0,)))
             continue
-        if not isinstance(st, ast.While) or any(isinstance(n, ast.While) for n in ast.walk(st.body)) or i == 0:
+        if not isinstance(st, ast.While) or any(isinstance(n, ast.While) for n in ast.nodes(st.body)) or i == 0:
             return None
         inner = _counter(st, assigned, info)
         start = _start_of(stmts[i - 1], inner.sym, info) if inner is not None else None
@@ -141,18 +141,18 @@ def _plan_loop(loop: ast.While, info, free: set[str]):
         counters.append(inner)
         regions.append((st.body, (0, len(counters) - 1)))
     # Calls: only functions that touch no memory.
-    for n in ast.walk(body):
+    for n in ast.nodes(body):
         if isinstance(n, ast.Call):
             s = info.sym(n.func) if isinstance(n.func, ast.Name) else None
             if s is None or s.name not in free:
                 return None
     plan = LoopPlan(loop, counters)
     # Every access of the body (the conditions' stay checked), stores marked.
-    stores = {id(n.target) for n in ast.walk(body) if isinstance(n, ast.Assign)}
-    addressed = {id(n.operand) for n in ast.walk(body) if isinstance(n, ast.Unary) and n.op == "&"}
+    stores = {id(n.target) for n in ast.nodes(body) if isinstance(n, ast.Assign)}
+    addressed = {id(n.operand) for n in ast.nodes(body) if isinstance(n, ast.Unary) and n.op == "&"}
     accesses = []
     for region, allowed in regions:
-        accesses += [(n, allowed) for n in ast.walk(region) if is_access(n) and id(n) not in addressed]
+        accesses += [(n, allowed) for n in ast.nodes(region) if is_access(n) and id(n) not in addressed]
     unknown_store = False
     fixed_of: dict[int, FixedAccess] = {}
     for n, _ in accesses:
@@ -352,6 +352,6 @@ def _scalar(t) -> bool:
 
 
 def _whiles(stmt):
-    for n in ast.walk(stmt):
+    for n in ast.nodes(stmt):
         if isinstance(n, ast.While):
             yield n

@@ -20,7 +20,7 @@ def calls_in(node, sym=None) -> set[str]:
     """Names of the functions called anywhere in a statement or expression;
     `sym(name_expr)` gives a name's symbol (the checker's table)."""
     sym = sym or _symbol
-    return {s.name for n in ast.walk(node) if isinstance(n, ast.Call) and (s := sym(n.func)) is not None}
+    return {s.name for n in ast.nodes(node) if isinstance(n, ast.Call) and (s := sym(n.func)) is not None}
 
 
 def has_loop(node) -> bool:

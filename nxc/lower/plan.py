@@ -149,7 +149,7 @@ def _function_plan(fn: Function, gate, info: Info) -> tuple:
         return FunctionPlan(fn, *tables), ops
     fp = FunctionPlan(fn)
     ops: dict[int, list[CapturedOperand]] = {}
-    nodes = list(ast.walk(fn.decl.body))
+    nodes = ast.nodes(fn.decl.body)
     fp.loops = tuple(n for n in nodes if isinstance(n, ast.While))
     for loop in fp.loops:
         inc = counter_increment(loop, info)

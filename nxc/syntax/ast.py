@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any, Optional
 
+from nxc.cache import kept_for_the_run
 from nxc.diagnostics import Pos
 
 
@@ -348,6 +349,21 @@ def start_pos(node: Node) -> Pos:
             node = node.expr
         else:
             return node.pos
+
+
+# walk() of a body, kept by identity (the tree is never changed): the
+# lowering (plan, effects, hoist, may_unmap) and the emitter's struct scan
+# each walk every checked body, about seven walks a body in a gate worker.
+_NODES: dict = {}
+
+
+def nodes(node) -> tuple:
+    """walk(node) as a tuple. Kept for the run in a process that ends with its
+    run (nxc/cache.py, kept_for_the_run: a worker of `nxc test`), under the
+    node's id with the node itself held, so an id is never reused meanwhile;
+    walked again each time in any other process."""
+    kept = kept_for_the_run(_NODES, id(node), lambda: (node, tuple(walk(node))), least=65536)
+    return kept[1]
 
 
 class NodeVisitor:

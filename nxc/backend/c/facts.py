@@ -95,7 +95,7 @@ def structs_used(fn: Function, info) -> tuple[frozenset, frozenset]:
             named.add(st.name)
     for t in [fn.ret, *(p.type for p in fn.params), *(s.type for s in fn.locals)]:
         note(t)
-    for n in ast.walk(fn.decl.body):
+    for n in ast.nodes(fn.decl.body):
         if isinstance(n, ast.Expr):
             note(info.ty(n))
             if isinstance(n, ast.FieldAccess) and (st := struct_of(info.ty(n.base))) is not None:
