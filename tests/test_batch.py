@@ -108,12 +108,23 @@ def test_what_a_batch_reports_is_what_each_unit_alone_reports(tmp_path):
     (tree / "same_a.nx").write_text("func same() -> i64 { return 1 }\nfunc main() -> i64 { return same() - 1 }\n")
     (tree / "same_b.nx").write_text("func same() -> i64 { return 2 }\nfunc main() -> i64 { return same() - 2 }\n")
     (tree / "warns.nx").write_text("func main() -> i64 {\n    let unused: i64 = 5\n    return 0\n}\n")
+    (tree / "crash.nx").write_text("func main() -> i64 {\n    let p: *i64 = 0 as *i64\n    p[0] = 1\n"
+                                   "    return 0\n}\n")
     batched = _run(tree, tmp_path / "c8", 8)
     alone = _run(tree, tmp_path / "c1", 1)
     assert _batched(batched) >= 2
+    # No gate imports another: the gates of a batch ran from one library linked
+    # for all of them (nxc/backend/c/batch.py, link_together), which reports
+    # every outcome, the fault's location and stack included, as each gate's
+    # own library does.
+    shared = [r for r in batched.values() if "run from one library linked for the" in r["plan_reason"]]
+    assert len(shared) >= 2 and all(r["host"] for r in shared)
+    assert len({r["host"] for r in shared}) < len(shared)
+    assert all(r["host"] is None for r in alone.values())
+    assert batched[str(tree / "crash.nx")]["status"] == "RUNTIME-ERROR"
 
     def outcome(r: dict) -> tuple:
-        return r["status"], r["value"], r["location"], r["message"], r["warnings"]
+        return r["status"], r["value"], r["location"], r["message"], r["warnings"], r["stack"]
     assert {i: outcome(r) for i, r in batched.items()} == {i: outcome(r) for i, r in alone.items()}
     by_name = {os.path.basename(i)[:-3]: r for i, r in batched.items()}
     assert by_name["fails"]["status"] == "FAIL" and by_name["fails"]["value"] == 3

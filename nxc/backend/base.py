@@ -149,6 +149,14 @@ class BodyPlan:
 
 
 @dataclass
+class BatchBuilt:
+    """What Backend.build_batch did for several gates checked as one program."""
+    compiled: list                  # real paths of the modules whose objects were compiled now
+    shared: str | None = None       # a library linked once for the gates that run next (its link key), or None
+    unshared: str = ""              # why there is no such library ("" when there is)
+
+
+@dataclass
 class Prepared:
     """What `Backend.prepare` made, and how long each step took."""
     emitted: object
@@ -227,12 +235,13 @@ class Backend(abc.ABC):
         gate now."""
         return None
 
-    def build_batch(self, emitted, roots: list[str], *, opt: str = "2") -> list | None:
+    def build_batch(self, emitted, roots: list[str], *, opt: str = "2", run_next: list[str] = ()) -> BatchBuilt | None:
         """Several gates checked as one program (nxc/gates/batch.py): from its
         emitted code, build and record what each of `roots` (real paths of
         modules with gates) needs to be linked from records, as build_objects
-        does for one gate: the paths of the modules compiled now. None: this
-        backend builds no batch (each gate then takes its own path)."""
+        does for one gate; and, for the gates among them that run next
+        (`run_next`), what lets them share one link if the backend can. None:
+        this backend builds no batch (each gate then takes its own path)."""
         return None
 
     def warm_up(self) -> None:

@@ -57,6 +57,9 @@ class Prepared:
     compiled: set = field(default_factory=set)  # real paths of the modules whose objects it compiled
     notes: dict = field(default_factory=dict)   # the check's index notes (Checked.notes), the root's left out
     seconds: float = 0.0
+    shared: str | None = None                   # the link key of the library linked for the units run now
+    unshared: str = ""                          # why there is none
+    run_now: int = 0                            # how many of its units run now (the others: second round)
 
 
 def run_batch(units: list, options: Options) -> list[list[Result]]:
@@ -148,12 +151,15 @@ def prepare(units: list, options: Options) -> Prepared | str:
         if found is None:
             return "a body uses a name from outside its own closure, or nests too deeply"
         _, emitted = final_program(found, options, emit=paths)
-        compiled = backend_for("c", checked=options.checked).build_batch(emitted, paths, opt=options.opt)
-        if compiled is None:
+        run_now = [u.real for u in units if not u.run_later]
+        built = backend_for("c", checked=options.checked).build_batch(emitted, paths, opt=options.opt,
+                                                                      run_next=run_now)
+        if built is None:
             return "the backend builds no batch"
         root_real = os.path.realpath(root)
         notes = {p: n for p, n in found.notes.items() if p != root_real}
-        return Prepared(paths, set(compiled), notes, time.perf_counter() - start)
+        return Prepared(paths, set(built.compiled), notes, time.perf_counter() - start, built.shared,
+                        built.unshared, len(run_now))
     except CompileError as exc:
         first = exc.diagnostics[0].message if exc.diagnostics else "an error"
         return f"they do not compile as one program ({first})"
@@ -182,6 +188,13 @@ def _say_batched(results: list[Result], unit, prepared: Prepared, size: int) -> 
             # with others: its gate then ran from records.
             if r.plan == RECORDED:
                 r.plan = FULL
+            if unit.run_later:
+                then = "then linked from records"
+            elif prepared.shared is not None and r.host == prepared.shared:
+                then = f"then run from one library linked for the {prepared.run_now} gates of the batch that run now"
+            elif prepared.shared is None and prepared.run_now >= 2:
+                then = f"then linked from records on its own (no library for the batch: {prepared.unshared})"
+            else:
+                then = "then linked from records"
             r.plan_reason = "; ".join(filter(None, [
-                f"checked, emitted and built in a batch of {size} as one program, then linked from records",
-                r.plan_reason]))
+                f"checked, emitted and built in a batch of {size} as one program, {then}", r.plan_reason]))

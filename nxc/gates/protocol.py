@@ -87,7 +87,8 @@ class Outcome:
     recompiled: tuple = ()
     relinked: bool | None = None
     # The link key of the library it ran from when that was linked for
-    # another gate that imports it (nxc/backend/c/hosts.py); None: its own.
+    # another gate that imports it, or once for several gates of a batch
+    # (nxc/backend/c/hosts.py, nxc/backend/c/batch.py); None: its own.
     host: str | None = None
     # The files the gate asked sys_file_open for, in order: ((path, opened), ...);
     # None: not known (its pass is then not cached: nxc/incremental/inputs.py).

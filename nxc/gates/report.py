@@ -185,10 +185,10 @@ class Reporter:
             if r.relinked:          # a separately compiled gate: linked now, from objects compiled or cached
                 n = len(r.recompiled)
                 build += f" (linked; {n} module object{'s' if n != 1 else ''} compiled)"
-            elif r.host:            # nothing linked for it: an importer's library holds all it needs
+            elif r.host:            # nothing linked for it: another library holds all it needs
                 n = len(r.recompiled)
-                build += (f" ({n} module object{'s' if n != 1 else ''} compiled; run from the library linked "
-                          f"for a gate that imports it, {r.host[:12]})")
+                build += (f" ({n} module object{'s' if n != 1 else ''} compiled; run from a library linked for "
+                          f"a gate that imports it or for its batch, {r.host[:12]})")
             indent = " " * (2 * self.width + 4)
             line += f"\n{indent}front end {r.front_end_seconds:.2f}s{build}, run {r.run_seconds:.3f}s"
             if r.plan:              # which path the planner took, and why (nxc/incremental/plan.py)

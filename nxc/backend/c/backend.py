@@ -123,11 +123,11 @@ class CBackend(base.Backend):
             return None
         return _objects().build_objects(emitted, opt)
 
-    def build_batch(self, emitted, roots: list[str], *, opt: str = "2") -> list | None:
+    def build_batch(self, emitted, roots: list[str], *, opt: str = "2", run_next: list[str] = ()):
         if not isinstance(emitted, _objects().LinkedC):
             return None
         from nxc.backend.c.batch import build_batch
-        return build_batch(emitted, roots, opt)
+        return build_batch(emitted, roots, opt, run_next)
 
     def build_identity(self, opt: str) -> str:
         import importlib.machinery

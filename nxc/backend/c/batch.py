@@ -16,21 +16,74 @@ that import-only root) this builds, for each gate's module:
   import closure, which is the loader's order (tests/test_batch.py).
 
 With those, each gate takes the recorded path (nxc/backend/c/recorded.py).
+
+The gates of the batch that run next (the others run in the runner's second
+round, from an importer's library: docs/runner.md, "One link for many
+gates") mostly share their closures. Linked one gate at a time, the
+1,600-module bench tree's batches gave the linker 59,454 objects for 453
+gates; the union of each batch's closures is 7,491. So one library is
+linked for all of them (`link_together`), and each gate finds it as it
+finds an importer's library (nxc/backend/c/hosts.py): its result is still
+keyed on its own link key, and what that assumes is the same (docs/runner.md,
+"What the result cache assumes here").
 """
 from __future__ import annotations
 
-from nxc.backend.c.objects import LinkedC, ensure_objects
+from nxc.backend.base import BatchBuilt
+from nxc.backend.c import build as c_build
+from nxc.backend.c.names import module_c_id
+from nxc.backend.c.objects import (MAX_LINKED, SITE_BITS, Binding, LinkedC, ensure_objects, ensure_runtime,
+                                   library_path, link_key, link_library, note_linked, usable_object)
+from nxc.cache import present, stamped
 from nxc.incremental.records import write_gate_record
 
 
-def build_batch(linked: LinkedC, roots: list[str], opt: str) -> list[str]:
+def build_batch(linked: LinkedC, roots: list[str], opt: str, run_next: list[str] = ()) -> BatchBuilt:
     """Compile the objects of the modules `roots` (real paths, modules of
-    `linked`'s program) that are not in the cache and write each one's gate
-    record; the paths of the modules compiled now."""
+    `linked`'s program) that are not in the cache, write each one's gate
+    record, and link one library for the gates of `run_next` (link_together)."""
     units, _, _, _ = linked.plan(opt)
     wanted = set(roots)
     _, compiled, _ = ensure_objects(linked, [u for u in units if u.module.source.path in wanted], opt, True)
     by_path = {m.source.path: m for m in linked.program.graph.modules}
     for root in roots:
         write_gate_record(*linked.gate_record(by_path[root]))
-    return compiled
+    shared, why = link_together(linked, list(run_next), opt)
+    return BatchBuilt(compiled, shared, why)
+
+
+def link_together(linked: LinkedC, roots: list[str], opt: str) -> tuple[str | None, str]:
+    """(the link key of one library holding the objects of every module of the
+    import closures of `roots`, in the program's link order, with no gate of
+    its own, and ""), or (None, why there is none). It is noted in the hosts'
+    index (objects.note_linked) for each gate to find; nothing is compiled
+    for it: an object that is not in the cache (another worker is compiling
+    it) means no shared library, and each gate links its own."""
+    if len(roots) < 2:
+        return None, "fewer than two of its gates run now"
+    units, _, runtime_key, _ = linked.plan(opt)
+    by_path = {m.source.path: m for m in linked.program.graph.modules}
+    wanted = set()
+    for root in roots:
+        wanted.update(m.source.path for m in linked.closure_of(by_path[root]))
+    mine = [u for u in units if u.module.source.path in wanted]
+    if len(mine) > MAX_LINKED:
+        return None, f"their closures have {len(mine)} modules with objects, more than a library links"
+    keys = [u.key for u in mine]
+    binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(mine)), None)
+    key = link_key(keys, runtime_key, binding.text, opt)
+    target, _ = library_path(key)
+    if present(target) and stamped(target):
+        return key, ""
+    found = [usable_object(k) for k in keys]
+    if None in found:
+        missing = mine[found.index(None)].module.source.path
+        return None, f"the object of {missing} is not in the cache yet"
+    try:
+        runtime, _ = ensure_runtime(linked.checked, opt)
+        link_library(target, [*found, runtime], opt)
+    except (c_build.BuildError, OSError) as exc:
+        # each gate links its own, which reports what went wrong for it
+        return None, f"linking it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    note_linked(key, keys, binding, runtime_key, opt)
+    return key, ""
