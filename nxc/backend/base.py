@@ -153,7 +153,7 @@ class BatchBuilt:
     """What Backend.build_batch did for several gates checked as one program."""
     compiled: list                  # real paths of the modules whose objects were compiled now
     shared: str | None = None       # a library linked once for the gates that run next (its link key), or None
-    unshared: str = ""              # why there is no such library ("" when there is)
+    unshared: str = ""              # why there is no such library ("" when there is, or none was wanted)
 
 
 @dataclass

@@ -58,7 +58,7 @@ class Prepared:
     notes: dict = field(default_factory=dict)   # the check's index notes (Checked.notes), the root's left out
     seconds: float = 0.0
     shared: str | None = None                   # the link key of the library linked for the units run now
-    unshared: str = ""                          # why there is none
+    unshared: str = ""                          # why there is none ("" if none was wanted)
     run_now: int = 0                            # how many of its units run now (the others: second round)
 
 
@@ -188,11 +188,9 @@ def _say_batched(results: list[Result], unit, prepared: Prepared, size: int) -> 
             # with others: its gate then ran from records.
             if r.plan == RECORDED:
                 r.plan = FULL
-            if unit.run_later:
-                then = "then linked from records"
-            elif prepared.shared is not None and r.host == prepared.shared:
+            if prepared.shared is not None and r.host == prepared.shared:
                 then = f"then run from one library linked for the {prepared.run_now} gates of the batch that run now"
-            elif prepared.shared is None and prepared.run_now >= 2:
+            elif prepared.unshared and not unit.run_later:
                 then = f"then linked from records on its own (no library for the batch: {prepared.unshared})"
             else:
                 then = "then linked from records"

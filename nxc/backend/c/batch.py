@@ -31,9 +31,9 @@ from __future__ import annotations
 
 from nxc.backend.base import BatchBuilt
 from nxc.backend.c import build as c_build
-from nxc.backend.c.names import module_c_id
-from nxc.backend.c.objects import (MAX_LINKED, SITE_BITS, Binding, LinkedC, ensure_objects, ensure_runtime,
-                                   library_path, link_key, link_library, note_linked, usable_object)
+from nxc.backend.c.objects import (MAX_LINKED, LinkedC, binding_of, ensure_objects, library_path, link_key,
+                                   usable_object)
+from nxc.backend.c.recorded import RecordedLink, link_indexed
 from nxc.cache import present, stamped
 from nxc.incremental.records import write_gate_record
 
@@ -55,12 +55,13 @@ def build_batch(linked: LinkedC, roots: list[str], opt: str, run_next: list[str]
 def link_together(linked: LinkedC, roots: list[str], opt: str) -> tuple[str | None, str]:
     """(the link key of one library holding the objects of every module of the
     import closures of `roots`, in the program's link order, with no gate of
-    its own, and ""), or (None, why there is none). It is noted in the hosts'
-    index (objects.note_linked) for each gate to find; nothing is compiled
-    for it: an object that is not in the cache (another worker is compiling
-    it) means no shared library, and each gate links its own."""
+    its own, and ""), or (None, why there is none; "" when fewer than two
+    gates would share it). It is noted in the hosts' index for each gate to
+    find; nothing is compiled for it: an object that is not in the cache
+    (another worker is compiling it) means no shared library, and each gate
+    links its own."""
     if len(roots) < 2:
-        return None, "fewer than two of its gates run now"
+        return None, ""
     units, _, runtime_key, _ = linked.plan(opt)
     by_path = {m.source.path: m for m in linked.program.graph.modules}
     wanted = set()
@@ -69,21 +70,19 @@ def link_together(linked: LinkedC, roots: list[str], opt: str) -> tuple[str | No
     mine = [u for u in units if u.module.source.path in wanted]
     if len(mine) > MAX_LINKED:
         return None, f"their closures have {len(mine)} modules with objects, more than a library links"
+    paths = [u.module.source.path for u in mine]
     keys = [u.key for u in mine]
-    binding = Binding(tuple((module_c_id(u.module), (k + 1) << SITE_BITS) for k, u in enumerate(mine)), None)
+    binding = binding_of(paths, None)
     key = link_key(keys, runtime_key, binding.text, opt)
     target, _ = library_path(key)
     if present(target) and stamped(target):
         return key, ""
     found = [usable_object(k) for k in keys]
     if None in found:
-        missing = mine[found.index(None)].module.source.path
-        return None, f"the object of {missing} is not in the cache yet"
+        return None, f"the object of {paths[found.index(None)]} is not in the cache yet"
     try:
-        runtime, _ = ensure_runtime(linked.checked, opt)
-        link_library(target, [*found, runtime], opt)
+        link_indexed(RecordedLink(key, found, paths, runtime_key, keys, binding), linked.checked, opt)
     except (c_build.BuildError, OSError) as exc:
         # each gate links its own, which reports what went wrong for it
         return None, f"linking it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    note_linked(key, keys, binding, runtime_key, opt)
     return key, ""

@@ -103,6 +103,14 @@ def plan_from_records(root: str, digests: dict[str, str], imports: dict[str, lis
 _KEYS = ClosureMemo()       # (number, configuration) -> (recorded interface digest, object key)
 
 
+def link_indexed(link: RecordedLink, checked: bool, opt: str) -> None:
+    """Link `link`'s library from its objects and the runtime's (built if
+    missing), and note it in the hosts' index for the gates it can host."""
+    runtime, _ = objects.ensure_runtime(checked, opt)
+    objects.link_library(objects.library_path(link.key)[0], [*link.objects, runtime], opt)
+    objects.note_linked(link.key, link.site_keys, link.binding, link.runtime_key, opt)
+
+
 class RecordedGate:
     """A gate linked from records, ready to run in a child (the gate host's or
     one forked by the runner: nxc/gates/recorded_run.py): linked now unless the
@@ -120,9 +128,7 @@ class RecordedGate:
                 host, binding = found
                 target, self.site_keys, self.host = host.path, host.site_keys, host.key
             else:
-                runtime, _ = objects.ensure_runtime(checked, opt)
-                objects.link_library(target, [*link.objects, runtime], opt)
-                objects.note_linked(link.key, link.site_keys, link.binding, link.runtime_key, opt)
+                link_indexed(link, checked, opt)
                 self.relinked = True
         self.build_seconds = time.perf_counter() - t0
         self.link, self.checked = link, checked
