@@ -292,7 +292,7 @@ def find_module(path: str, include: list[str] | None = None) -> str:
     nx_src/."""
     if os.path.isfile(path) or os.path.dirname(path):
         return path
-    from nxc.syntax.loader import search_path
+    from nxc.syntax.search import search_path
     names = [path] if path.endswith(".nx") else [path, path + ".nx"]
     for folder in search_path(include):
         for name in names:

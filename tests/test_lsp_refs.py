@@ -20,7 +20,7 @@ def _definitions(gi, path):
 
 
 def test_names_only_step_equals_the_checked_index_on_every_bundled_module():
-    from nxc.syntax.loader import bundled_dir
+    from nxc.paths import bundled_dir
     from nxc.tools import analysis
     folder = os.path.realpath(bundled_dir())
     files = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".nx"))

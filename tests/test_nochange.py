@@ -116,7 +116,9 @@ def test_no_change_reads_and_parses_nothing(tree):
 def test_no_change_loads_no_emitter(tree):
     """A run that builds nothing asks the C backend its build identity only: the emitters
     (objects.py, units.py, the function emitter) and jinja2 stay unimported (they were a sixth
-    of a no-change run at 800 modules; docs/runner.md, "The no-change fast path")."""
+    of a no-change run at 800 modules; docs/runner.md, "The no-change fast path"), and so do
+    the parser and the AST (the index resolves imports with nxc/syntax/search.py), the checker,
+    the worker pool and its gate host, and the JUnit writer's XML."""
     root, cache = tree
     proc, cold, _ = nxc_test(str(root), cache=cache, cwd=root)
     assert proc.returncode == 0 and len(cold) == len(FILES)
@@ -126,8 +128,84 @@ def test_no_change_loads_no_emitter(tree):
     imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
     assert "nxc.backend.c.backend" in imported            # asked for its build identity
     loaded = sorted(m for m in imported if m in ("jinja2", "nxc.backend.c.objects", "nxc.backend.c.units",
-                                                 "nxc.backend.c.function", "nxc.backend.c.emit"))
+                                                 "nxc.backend.c.function", "nxc.backend.c.emit",
+                                                 "nxc.syntax.parse", "nxc.syntax.loader", "nxc.syntax.ast",
+                                                 "nxc.check.checker", "nxc.gates.pool", "nxc.gates.host",
+                                                 "xml.etree.ElementTree", "difflib"))
     assert loaded == [], f"a no-change run imported {loaded}"
+
+
+def _pack(cache: Path) -> Path:
+    [pack] = (cache / "results").glob("pack-*")
+    return pack
+
+
+def test_a_run_s_passes_come_back_from_one_pack(tree):
+    """The passes of a run's units are packed in one file (results.Pack), which
+    the next run of the same units reads instead of an entry per unit; a pass
+    in it is used under its own unit key only, and a pack this user's nxc did
+    not seal is no pack."""
+    root, cache = tree
+    proc, cold, _ = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and len(cold) == len(FILES)
+    pack = _pack(cache)
+    held = pack.stat()
+    for entry in (cache / "results").glob("u-*"):
+        entry.unlink()                  # only the pack is left to find them in
+    proc, warm, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and stats["cached_units"] == 4 and all(r["cached"] for r in warm.values())
+    assert (pack.stat().st_ino, pack.stat().st_mtime_ns) == (held.st_ino, held.st_mtime_ns)    # not written again
+    # Another timeout is another unit key (keys.PARTS): the same pack, not the same passes.
+    proc, other, stats = nxc_test(str(root), "--timeout", "31", cache=cache, cwd=root)
+    assert proc.returncode == 0 and stats["cached_units"] == 0 and not any(r["cached"] for r in other.values())
+    # A well-formed pack with a wrong MAC is refused, and packed again by the run that follows.
+    for entry in (cache / "results").glob("u-*"):
+        entry.unlink()
+    data = bytearray(pack.read_bytes())
+    data[0] ^= 1
+    pack.write_bytes(bytes(data))
+    proc, refused, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and stats["cached_units"] == 0 and all(r["passed"] for r in refused.values())
+    proc, again, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and stats["cached_units"] == 4
+
+
+def test_a_packed_pass_is_checked_as_its_entry_is(tmp_path):
+    """A pass from the pack whose gate read a file that changed since is run
+    again, as one from its own entry is (the file record, inputs.py)."""
+    root = tmp_path / "t"
+    # The first byte of data.txt (through nx_file.nx) must be '0'.
+    write(root / "reads.nx", """
+        import "nx_file.nx"
+        func main() -> i64 {
+            let p: *u8 = sys_mmap(16) as *u8
+            p[0] = 100 as u8
+            p[1] = 97 as u8
+            p[2] = 116 as u8
+            p[3] = 97 as u8
+            p[4] = 46 as u8
+            p[5] = 116 as u8
+            p[6] = 120 as u8
+            p[7] = 116 as u8
+            let h: i64 = sys_file_open(p, 8)
+            if h < 0 { return 1 }
+            if sys_file_read(h, 0, ((p as i64) + 8) as *void, 1) != 1 { return 2 }
+            if p[8] != 48 as u8 { return 3 }
+            return 0
+        }
+    """)
+    (root / "data.txt").write_text("0")
+    time.sleep(2.1)
+    cache = tmp_path / "cache"
+    proc, first, _ = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode == 0 and first["reads.nx"]["passed"], proc.stdout + proc.stderr
+    proc, warm, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert warm["reads.nx"]["cached"] and _pack(cache).exists()
+    for entry in (cache / "results").glob("u-*"):
+        entry.unlink()                  # the pass is in the pack only
+    (root / "data.txt").write_text("1")
+    proc, changed, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert proc.returncode != 0 and not changed["reads.nx"]["cached"] and changed["reads.nx"]["status"] == "FAIL"
 
 
 def test_a_body_edit_sends_exactly_the_modules_whose_closure_holds_it(tree):

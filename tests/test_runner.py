@@ -268,6 +268,35 @@ def test_collected_items_carry_their_real_paths(tmp_path, monkeypatch):
     assert a.path == str(tmp_path / "loop" / "tree" / "a.nx") and a.display == os.path.join("loop", "tree", "a.nx")
 
 
+def test_collection_walks_as_os_walk_does_and_notes_the_plain_files(tmp_path):
+    # module_files lists folders itself (os.scandir: a file's type from the
+    # listing, no lstat each), as os.walk would: links to folders listed, not
+    # entered; hidden folders and __pycache__ left out; sorted. The real paths
+    # of the regular files that are no links are noted for the module index.
+    from nxc.gates.collect import module_files, skipped_dir
+    tree = tmp_path / "tree"
+    for rel in ("a.nx", "z/b.nx", "z/y/c.nx", "m/d.nx", ".hidden/e.nx", "__pycache__/f.nx", "z/notes.txt"):
+        (tree / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tree / rel).write_text("func main() -> i64 { return 0 }\n")
+    os.symlink(tree / "z" / "b.nx", tree / "m" / "link.nx")
+    os.symlink(tree / "z", tree / "m" / "zlink")
+    os.mkfifo(tree / "m" / "pipe.nx")
+    expected = []
+    for folder, dirs, files in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if not skipped_dir(folder, d))
+        expected += [os.path.join(folder, f) for f in sorted(files) if f.endswith(".nx")]
+    skipped, plain = [], set()
+    found = module_files([str(tree)], skipped, plain)
+    once = {}
+    for p in expected:
+        if not p.endswith("pipe.nx"):
+            once.setdefault(os.path.realpath(p), p)     # link.nx comes first and is b.nx: b.nx is not again
+    assert [p for p, _ in found] == list(once.values()) and str(tree / "m" / "link.nx") in once.values()
+    assert [os.path.basename(p) for p, _ in skipped] == ["pipe.nx"]     # not a regular file
+    assert plain == {str(tree / rel) for rel in ("a.nx", "z/b.nx", "z/y/c.nx", "m/d.nx")}
+    assert all(real == os.path.realpath(p) for p, real in found)
+
+
 # ---- guard operands: recorded while the condition runs, in the C backend ----
 def _run_c(path):
     from nxc.diagnostics import Diagnostics

@@ -27,7 +27,7 @@ from nxc.backend.c.closure import import_closure
 from nxc.check.frontend import check_file
 from nxc.gates.collect import Item, Unit
 from nxc.gates.execute import Options, run_unit
-from nxc.syntax import loader
+from nxc.syntax import loader, search
 
 
 def _write(folder, name: str, text: str) -> str:
@@ -107,9 +107,9 @@ def test_import_from_a_linked_search_folder_resolves_to_the_real_path(tmp_path):
     graph = loader.load_program(top, [str(tmp_path / "linked")])
     assert graph.imports[os.path.realpath(top)] == [os.path.realpath(lib)]
     # the same answer as without the load's folder memo
-    found, tried = loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")])
+    found, tried = search.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")])
     assert found == os.path.realpath(lib)
-    assert loader.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")], {})[1] == tried
+    assert search.resolve_import("lib2.nx", str(app), [str(tmp_path / "linked")], {})[1] == tried
 
 
 def _published(path: str, data: bytes) -> None:

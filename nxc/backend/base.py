@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from nxc.diagnostics import ToolError, display_path
 from nxc.gates.protocol import Outcome, Site, Status
-from nxc.lower.effects import recorded
 
 
 class NxRuntimeError(RuntimeError):
@@ -136,6 +135,9 @@ class BodyPlan:
         self.backend = backend
 
     def needed(self, program) -> Needed:
+        # Imported here: the lowering brings the AST's classes, which a run
+        # that only asks a backend for its build identity (a no-change run) does not need.
+        from nxc.lower.effects import recorded
         rec = recorded(program)
         if rec is None or not rec.unchecked:
             return NOTHING

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, display_path
 from nxc.syntax import ast
-from nxc.syntax.loader import parse_cached, read_source, search_path
+from nxc.syntax.loader import parse_cached, read_source
+from nxc.syntax.search import search_path
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from nxc.check.checker import check_program
 from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.deep import deep, gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, Pos
-from nxc.syntax.loader import ModuleGraph, load_program, resolve_import
+from nxc.syntax.loader import ModuleGraph, load_program
+from nxc.syntax.search import resolve_import
 
 
 @deep

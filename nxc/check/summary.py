@@ -50,7 +50,8 @@ from nxc.diagnostics import CompileError, Diagnostics
 from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
 from nxc.incremental.records import Recorded, load_verdict, store_verdict
 from nxc.syntax import ast
-from nxc.syntax.loader import ModuleGraph, import_refusal, resolve_import
+from nxc.syntax.loader import ModuleGraph
+from nxc.syntax.search import import_refusal, resolve_import
 
 
 

@@ -8,7 +8,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from nxc.gates import execute, nochange, partition, pool, recorded_run
+from nxc.gates import execute, nochange, partition, recorded_run
 from nxc.incremental import plan
 from nxc.incremental.index import ModuleIndex
 from nxc.incremental import results as results_cache
@@ -73,14 +73,35 @@ def main(args) -> int:
         return EXIT_FAIL
 
 
+def _cpus() -> int:
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def _ahead(workers: int):
+    """plan.plan_units's `ahead`: the pool's reading of stale index entries
+    across `workers` processes (None: one worker). The pool (sockets, pickle,
+    subprocess, the gate host) is imported when there is something to read:
+    a run that finds nothing changed does not load it (docs/runner.md)."""
+    if workers <= 1:
+        return None
+
+    def ahead(paths):
+        from nxc.gates import pool
+        return pool.fresh_entries_across(workers)(paths)
+    return ahead
+
+
 def _main(args) -> int:
     options = options_from_args(args)
     if options.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    jobs = args.jobs if args.jobs is not None else pool.cpu_count()
+    jobs = args.jobs if args.jobs is not None else _cpus()
     if jobs < 0:
         raise UsageError("-j must be 0 (one per CPU) or more")
-    jobs = jobs or pool.cpu_count()
+    jobs = jobs or _cpus()
     maxfail = getattr(args, "maxfail", None)
     if maxfail is not None and maxfail < 1:
         raise UsageError("--maxfail must be 1 or more")
@@ -194,8 +215,7 @@ def run_round(items: list, run: Run, index=None) -> tuple[int, list[Result]]:
     expect_entries(len(items))      # cache bounds fit this tree (before the workers fork)
     # Units whose recorded pass is found from the module index alone: reported
     # now, nothing of them parsed or checked (nxc/gates/nochange.py).
-    fast, to_run, run.stats, index = nochange.split_cached(
-        units, options, pool.fresh_entries_across(workers) if workers > 1 else None, index)
+    fast, to_run, run.stats, index, pack = nochange.split_cached(units, options, _ahead(workers), index)
     if index is not None:           # the workers' index notes come back to it (Options.notes_to_runner)
         options = dataclasses.replace(options, notes_to_runner=True)
     workers = max(1, min(run.jobs, len(to_run)))
@@ -226,6 +246,7 @@ def run_round(items: list, run: Run, index=None) -> tuple[int, list[Result]]:
                 if why:
                     u.plan_reason = "; ".join(filter(None, [u.plan_reason, why]))
                 u.run_later = u.path in order.later
+            from nxc.gates import pool          # not before: a run that finds nothing to do starts no worker
             workers_pool = pool.Pool(workers, options)
             finished = False
             try:
@@ -241,6 +262,8 @@ def run_round(items: list, run: Run, index=None) -> tuple[int, list[Result]]:
     except KeyboardInterrupt:
         interrupted = True
     plan.save_index(index)          # with what the workers' checks noted (plan.note_checked)
+    if not interrupted:
+        plan.save_pack(pack, options)   # the passes found and recorded, for the next run of these units
     elapsed = time.perf_counter() - start
     order = result_order(items, units)
     covered = sum(r.covers for r in results)

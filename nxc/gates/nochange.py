@@ -19,12 +19,13 @@ from nxc.incremental import plan
 
 
 def split_cached(units: list[Unit], options: Options, ahead=None, index=None) -> tuple[dict[str, list[Result]],
-                                                                                     list[Unit], dict, object]:
+                                                                                     list[Unit], dict, object, object]:
     """({unit path: its results} of the units passed before, the units still to run, counters,
-    the module index the planner read, for the notes of the units run: plan.note_checked).
+    the module index the planner read, for the notes of the units run: plan.note_checked,
+    and the units' pack of passes, for plan.save_pack at the end of the run).
     ahead: how the planner reads stale modules in other processes (plan.plan_units);
     index: the module index if the run loaded it already."""
-    decisions, stats, index = plan.plan_units(units, options, ahead, index)
+    decisions, stats, index, pack = plan.plan_units(units, options, ahead, index)
     cached, rest = {}, []
     for unit in units:
         decision = decisions[unit.path]
@@ -33,7 +34,7 @@ def split_cached(units: list[Unit], options: Options, ahead=None, index=None) ->
         else:
             unit.plan_reason = decision.reason
             rest.append(unit)
-    return cached, rest, stats, index
+    return cached, rest, stats, index, pack
 
 
 def _cached_results(unit: Unit, decision: plan.Decision) -> list[Result]:

@@ -287,10 +287,3 @@ def _reads_ahead() -> None:
     import gc
     die_with_parent()
     gc.disable()
-
-
-def cpu_count() -> int:
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:
-        return os.cpu_count() or 1

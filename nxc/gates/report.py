@@ -13,7 +13,6 @@ import json
 import os
 import re
 import sys
-from xml.etree import ElementTree as ET
 
 from nxc.diagnostics import display_path
 from nxc.gates.protocol import Outcome, Site, Status
@@ -301,6 +300,7 @@ def write_junit(path: str, results: list[Result], order: list[str], elapsed: flo
     attributes; the gate's value, site and captured operands go into the
     <failure> message and text, what it printed into <system-out>, the
     module's warnings into <system-err>."""
+    from xml.etree import ElementTree as ET     # here: most runs write no JUnit file
     rank = {id_: i for i, id_ in enumerate(order)}
     results = sorted(results, key=lambda r: rank.get(r.id, 0))
     failures = sum(r.status in JUNIT_FAILURES for r in results)

@@ -10,7 +10,7 @@ and its last clean verdict's key.
 With it `nxc test` computes every module's import closure, and a key over
 the closure's sources, without reading or parsing unchanged files: a stat
 that matches the recorded one stands for the recorded digest. Imports are
-resolved again on every use (`loader.resolve_import`, a few stats): a new
+resolved again on every use (`search.resolve_import`, a few stats): a new
 file earlier on the search path changes what an import names, and the index
 must not hide that.
 
@@ -67,7 +67,8 @@ class ModuleIndex:
         self._adopted: set[str] = set()     # entries brought up to date by other processes (adopt)
         self.views: dict[tuple, dict] = {}  # the planner's per-run view of each entry (plan._indexed_view)
         self._stats: dict[str, os.stat_result] = {}    # taken by `stale`, used once by `module`
-        self._real_dirs: dict[str, str] = {}            # {folder: its real path} (loader.resolve_import)
+        self._real_dirs: dict[str, str] = {}            # {folder: its real path} (search.resolve_import)
+        self._plain: set[str] = set()                   # real paths listed as regular files this run (note_plain)
 
     # ---- disk ----
     @classmethod
@@ -220,17 +221,28 @@ class ModuleIndex:
         except Exception:  # noqa: BLE001 - any doubt: no entry, the slow path decides
             return None
 
+    def note_plain(self, reals) -> None:
+        """Real paths that this run's collection found, in their folder's
+        listing, to be regular files and no links (collect.module_files)."""
+        self._plain.update(reals)
+
     # ---- closures ----
     def resolve(self, name: str, importer: str, include: list[str] | None) -> str | None:
-        from nxc.syntax.loader import import_refusal, resolve_import
+        from nxc.syntax.search import import_refusal, resolve_import
         key = (name, os.path.dirname(importer))
         if key not in self._resolved:
             found = None
             if import_refusal(name) is None:
                 # The importer's folder is real (it is a real path's): a plain
-                # name found there costs an lstat, not realpath's walk.
-                self._real_dirs.setdefault(key[1], key[1])
-                found, _ = resolve_import(name, key[1], include, self._real_dirs)
+                # name found there costs an lstat, not realpath's walk; none if
+                # this run's collection listed it there as a regular file
+                # (note_plain), which is what that lstat would find.
+                beside = os.path.join(key[1], name)
+                if beside in self._plain:
+                    found = beside
+                else:
+                    self._real_dirs.setdefault(key[1], key[1])
+                    found, _ = resolve_import(name, key[1], include, self._real_dirs)
             self._resolved[key] = found
         return self._resolved[key]
 

@@ -52,10 +52,11 @@ class Decision:
 AHEAD_MIN = 16
 
 
-def plan_units(units: list, options, ahead=None, index: ModuleIndex | None = None) -> tuple[dict[str, Decision], dict,
-                                                                                   ModuleIndex | None]:
+def plan_units(units: list, options, ahead=None, index: ModuleIndex | None = None) -> tuple[
+        dict[str, Decision], dict, ModuleIndex | None, results_cache.Pack | None]:
     """({unit path: Decision}, counters, the module index it read (None: none
-    read)) of every unit, from the module index alone. A unit not CACHED is FULL with the reason it is not cached; its
+    read), the units' pack of passes (results.Pack; None: none read), for
+    `save_pack` at the end of the run) of every unit, from the module index alone. A unit not CACHED is FULL with the reason it is not cached; its
     worker may still find it RECORDED (`plan_in_worker`): the unit then
     carries the index's view of its closure (`Unit.indexed`).
 
@@ -68,17 +69,25 @@ def plan_units(units: list, options, ahead=None, index: ModuleIndex | None = Non
     nxc/gates/command.py), instead of loading it again."""
     if not options.read_results:
         why = "--no-cache" if not options.use_cache else "--rerun"
-        return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}, None
+        return {u.path: Decision(FULL, f"{why}: no cached result is read") for u in units}, {}, None, None
     if index is None:
         index = ModuleIndex.load()      # an index it cannot read or trust is an empty one
     stale = index.stale(u.real for u in units) if ahead is not None else []
     if len(stale) >= AHEAD_MIN:
         index.adopt(*ahead(stale))
-    parts: dict[str, dict] = {}         # backend -> keys.run_parts: the same for every unit of the run
-    decisions = {u.path: _plan_unit(u, options, index, parts) for u in units}
+    parts: dict[str, str] = {}          # backend -> keys.run_parts_text: the same for every unit of the run
+    pack = results_cache.Pack(keys.pack_locator([(u.real, tuple(it.backend for it in u.items)) for u in units]))
+    decisions = {u.path: _plan_unit(u, options, index, parts, pack) for u in units}
     save_index(index)
     cached = sum(d.path == CACHED for d in decisions.values())
-    return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}, index
+    return decisions, {"cached_units": cached, "sent_units": len(units) - cached, **index.counters}, index, pack
+
+
+def save_pack(pack: results_cache.Pack | None, options) -> None:
+    """At the end of the run: the passes of its units in their pack, for the
+    next run of the same units (results.Pack)."""
+    if pack is not None and options.record_results:
+        pack.save()
 
 
 def note_checked(index: ModuleIndex | None, notes: dict, include) -> None:
@@ -113,7 +122,7 @@ def save_index(index: ModuleIndex | None) -> None:
             pass                # not saving the index costs the next run's stats only
 
 
-def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Decision:
+def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, str], pack: results_cache.Pack) -> Decision:
     from nxc.paths import SOFT_F32_MODULE
     real = unit.real
     extra: tuple[str, ...] = ()
@@ -125,16 +134,20 @@ def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Dec
     closure = index.closure(real, options.include, extra)
     if closure is None:
         return Decision(FULL, "a module of its closure cannot be read, parsed or resolved from the index")
-    digests = {path: entry["digest"] for path, entry in closure.items()}
-    passes = []
+    paths = sorted(closure)
+    digests = {path: closure[path]["digest"] for path in paths}    # in order: closure_digest's sort is then one pass
+    unit_keys = []
     for item in unit.items:
         try:
             if item.backend not in parts:
-                parts[item.backend] = keys.run_parts(options, item.backend)
-            key = keys.unit_key(digests, item.backend, options, parts[item.backend])
+                parts[item.backend] = keys.run_parts_text(options, item.backend)
+            unit_keys.append(keys.unit_key(digests, item.backend, options, parts[item.backend]))
         except ToolError as exc:    # the build's identity: no compiler, ...; the full path reports it
             return Decision(FULL, f"no unit key on {item.backend}: {exc}")
-        recorded, why = results_cache.unit_pass(key)
+    # Every item's pass is looked up, so that the pack holds each of them after the run
+    found = [results_cache.unit_pass(key, pack) for key in unit_keys]
+    passes = []
+    for item, key, (recorded, why) in zip(unit.items, unit_keys, found):
         if recorded is None:
             if not extra:       # for the worker's recorded path (plan_in_worker)
                 unit.indexed = {path: _indexed_view(index, path, entry, options.include)
@@ -143,7 +156,7 @@ def _plan_unit(unit, options, index: ModuleIndex, parts: dict[str, dict]) -> Dec
         passes.append(recorded)
     return Decision(CACHED, f"passed before under unit key {key[:12]}: same sources of its {len(closure)} "
                             f"module{'s' if len(closure) != 1 else ''}, options and files",
-                    passes=passes, modules=sorted(closure))
+                    passes=passes, modules=paths)
 
 
 def _view_key(path: str, include) -> tuple:

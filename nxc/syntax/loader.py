@@ -1,8 +1,7 @@
 """Module loading: resolve `import`s, parse every module of the graph once.
 
-Lookup order for `import "x.nx"` (docs/language.md): the importing file's
-folder, each -I folder, each NXPATH folder, then the bundled nx_src/.
-Modules are keyed by their real path, so diamonds and cycles load each file
+Where an import leads (the lookup order of docs/language.md) is
+nxc/syntax/search.py's. Modules are keyed by their real path, so diamonds and cycles load each file
 once (like C headers with include guards).
 """
 from __future__ import annotations
@@ -10,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
-import stat
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -21,7 +19,8 @@ from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_l
 from nxc.syntax.parse import parse_source
 from nxc.cache import (cache_dir, ends_with_its_run, fetched, prune_due, prune_least_recent, scaled_bound, unseal,
                        write_sealed)
-from nxc.paths import bundled_dir, digest_of_files, grammar_file
+from nxc.paths import digest_of_files, grammar_file
+from nxc.syntax.search import import_refusal, resolve_import, search_path
 
 
 @dataclass
@@ -40,74 +39,6 @@ class ModuleGraph:
     # The -I folders it was loaded with: an undefined name's hint looks for
     # the module that defines it along the same search path.
     include: list[str] = field(default_factory=list, compare=False, repr=False)
-
-
-def search_path(include: list[str] | None = None) -> list[str]:
-    dirs = [os.path.abspath(d) for d in (include or [])]
-    env = os.environ.get("NXPATH", "")
-    dirs += [os.path.abspath(d) for d in env.split(os.pathsep) if d]
-    dirs.append(bundled_dir())
-    return dirs
-
-
-def import_refusal(name: str) -> str | None:
-    """Why `import "name"` is refused (None: it is not).
-
-    An import names a .nx module inside a search folder: an absolute path,
-    a path that climbs out with `..`, or another kind of file would let a
-    module read (and an error message quote) any file on the machine.
-    """
-    if "\0" in name:       # no file name holds one; os.stat would raise ValueError
-        return f"import {name!r}: an import name may not hold a NUL byte"
-    if os.path.isabs(name):
-        return f"import \"{name}\": an import is a path relative to the search folders, not an absolute path"
-    if os.path.normpath(name).split(os.sep)[0] == os.pardir:
-        return f"import \"{name}\": an import may not climb out of the search folders with '..'"
-    if not name.endswith(".nx"):
-        return f"import \"{name}\": an import names a .nx module"
-    return None
-
-
-def resolve_import(name: str, importer_dir: str, include: list[str] | None,
-                   real_dirs: dict[str, str] | None = None) -> tuple[str | None, list[str]]:
-    """(real path or None, folders tried in order).
-
-    `real_dirs` ({folder: its real path}, kept by the caller for one load of a
-    graph, e.g. the importer folders it already knows to be real): a plain
-    file name found in a folder as a regular file, not a link, is then that
-    folder's real path joined with it, one lstat instead of realpath's walk
-    over every folder of the path (a gate of a large tree resolves some
-    hundreds of imports)."""
-    if "\0" in name:       # import_refusal's message; callers that skip it find nothing
-        return None, []
-    plain = real_dirs is not None and os.sep not in name and (os.altsep is None or os.altsep not in name)
-    tried = []
-    for d in [importer_dir, *search_path(include)] if not plain else _folders(importer_dir, include):
-        if d in tried:
-            continue
-        tried.append(d)
-        candidate = os.path.join(d, name)
-        if plain:
-            try:
-                mode = os.lstat(candidate).st_mode
-            except OSError:
-                continue
-            if stat.S_ISREG(mode):
-                real = real_dirs.get(d)
-                if real is None:
-                    real = real_dirs[d] = os.path.realpath(d)
-                return os.path.join(real, name), tried
-            if not stat.S_ISLNK(mode):
-                continue                    # a folder or a device: not a module
-        if os.path.isfile(candidate):
-            return os.path.realpath(candidate), tried
-    return None, tried
-
-
-def _folders(importer_dir: str, include: list[str] | None):
-    """The importer's folder, then the search path (computed only if needed)."""
-    yield importer_dir
-    yield from search_path(include)
 
 
 def read_source(path: str, diags: Diagnostics, at: Pos | None = None) -> SourceFile | None:

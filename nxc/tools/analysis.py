@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from nxc.tools import checked
 from nxc.tools.index import GraphIndex, Loc, build_index, name_uses, top_definitions
-from nxc.syntax.loader import resolve_import
+from nxc.syntax.search import resolve_import
 from nxc.tools.workspace import LoadedGraph, load_graph, parse_tolerant, read_text
 
 # Imported modules' body diagnostics kept (a few entries each).

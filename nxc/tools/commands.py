@@ -7,7 +7,6 @@ so `nxc --help` stays quick.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 
@@ -198,6 +197,7 @@ def _port_check(path: str, args) -> int:
 
 # ---------------------------------------------------------------- fmt
 def cmd_fmt(args) -> int:
+    import difflib
     from nxc.diagnostics import CompileError, Diagnostics, SourceFile, display_path
     from nxc.syntax.loader import read_source
     from nxc.tools.fmt import format_source, mixed_line_ends

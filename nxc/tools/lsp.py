@@ -46,7 +46,8 @@ from nxc.tools import lsp_features as F
 from nxc.tools import lsp_rename
 from nxc.tools.analysis import Analyzer, Cancelled
 from nxc.tools.index import GraphIndex, Loc, Occurrence
-from nxc.syntax.loader import bundled_dir, search_path
+from nxc.paths import bundled_dir
+from nxc.syntax.search import search_path
 from nxc.tools.workspace import read_text
 
 # A change is checked once the editor has been quiet this long: a burst of

@@ -191,7 +191,7 @@ def _short_detail(sym) -> str:
 
 
 def _module_files(path: str, include: list[str]) -> list[tuple[str, str]]:
-    from nxc.syntax.loader import search_path
+    from nxc.syntax.search import search_path
     out, seen = [], set()
     for folder in [os.path.dirname(path), *search_path(include)]:
         try:

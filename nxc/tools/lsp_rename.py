@@ -25,7 +25,7 @@ import re
 
 from pygls.exceptions import JsonRpcException
 
-from nxc.syntax.loader import bundled_dir
+from nxc.paths import bundled_dir
 from nxc.tools import checked
 from nxc.tools.index import Definition, GraphIndex, Loc, Occurrence
 from nxc.tools.lsp_features import KEYWORDS

@@ -24,7 +24,8 @@ from nxc.check.types import BUILTIN_TYPES, PointerType, StructType
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile
 from nxc.syntax.scan import GUESSED_ORDER, STUB_MARK
 from nxc.syntax import ast
-from nxc.syntax.loader import ModuleGraph, load_program, read_source, resolve_import
+from nxc.syntax.loader import ModuleGraph, load_program, read_source
+from nxc.syntax.search import resolve_import
 from nxc.syntax.parse import parse_source
 
 ASSUMED = "i64"           # the type of a use that pins none

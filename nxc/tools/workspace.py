@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from nxc.cache import file_identity
 from nxc.diagnostics import CompileError, Diagnostic, Diagnostics, Pos, SourceFile
 from nxc.syntax import ast
-from nxc.syntax.loader import ModuleGraph, parse_cached, resolve_import
+from nxc.syntax.loader import ModuleGraph, parse_cached
+from nxc.syntax.search import resolve_import
 from nxc.syntax.parse import parse_source
 
 MAX_RECOVERIES = 25

@@ -10,11 +10,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from typing import TYPE_CHECKING
 
-from nxc.syntax import ast
 from nxc.backend.escape import c_string_body
 from nxc.check.externs import sited_externs
 from nxc.check.types import I64, BoolType, IntType, PointerType, StructType, Type, VoidType
+
+if TYPE_CHECKING:       # annotations only: a run that asks the backend for its build identity does not load the AST
+    from nxc.syntax import ast
 
 _INT_C = {(8, True): "int8_t", (16, True): "int16_t", (32, True): "int32_t", (64, True): "int64_t",
           (8, False): "uint8_t", (16, False): "uint16_t", (32, False): "uint32_t", (64, False): "uint64_t"}
