@@ -108,6 +108,10 @@ def test_no_change_reads_and_parses_nothing(tree):
     proc, elsewhere, stats = nxc_test(str(root), cache=cache, cwd=root.parent)
     assert proc.returncode == 0 and stats["sent_units"] == 1 and stats["cached_units"] == 3
     assert elsewhere["top.nx"]["warnings"][0].startswith(os.path.join("t", "top.nx") + ":")
+    # ... and is cached from there next time: the pass it recorded there is
+    # the one packed (not the pack's pass from the other folder).
+    proc, again, stats = nxc_test(str(root), cache=cache, cwd=root.parent)
+    assert proc.returncode == 0 and stats["sent_units"] == 0 and again["top.nx"]["cached"]
 
     proc, rerun, stats = nxc_test(str(root), "--rerun", cache=cache, cwd=root)
     assert proc.returncode == 0 and not any(r["cached"] for r in rerun.values()) and stats == {}
@@ -201,6 +205,16 @@ def test_a_packed_pass_is_checked_as_its_entry_is(tmp_path):
     assert proc.returncode == 0 and first["reads.nx"]["passed"], proc.stdout + proc.stderr
     proc, warm, stats = nxc_test(str(root), cache=cache, cwd=root)
     assert warm["reads.nx"]["cached"] and _pack(cache).exists()
+    # Another content that still passes: run again, and its new pass (with the
+    # new content's record) is what the pack holds after, so the run after is cached.
+    (root / "data.txt").write_text("0 and more")
+    time.sleep(2.1)         # a file changed within 2 s of a gate's start is not keyed: no pass recorded
+    proc, rerun, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert rerun["reads.nx"]["passed"] and not rerun["reads.nx"]["cached"]
+    for entry in (cache / "results").glob("u-*"):
+        entry.unlink()                  # from the pack alone
+    proc, cached, stats = nxc_test(str(root), cache=cache, cwd=root)
+    assert cached["reads.nx"]["cached"] and stats["sent_units"] == 0
     for entry in (cache / "results").glob("u-*"):
         entry.unlink()                  # the pass is in the pack only
     (root / "data.txt").write_text("1")

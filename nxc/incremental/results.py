@@ -80,13 +80,18 @@ def unit_pass(key: str, pack: "Pack | None" = None) -> tuple[dict | None, str]:
     """({"kind", "warnings", "inputs"} of a recorded unit pass (keys.unit_key)
     whose files are as they were, "") or (None, why there is none to use: no
     entry, or one that is not what this code writes, or one whose files or
-    folder differ). `pack`: the run's pack, looked in first; what is found
-    (or missed) is noted in it."""
-    data = pack.held.get(key) if pack is not None else None
-    if data is None:
-        data = _read(key)
+    folder differ). `pack`: the run's pack, looked in first (then the key's
+    own entry, which may hold a later pass); what is found, or not, is noted in it."""
+    packed = pack.held.get(key) if pack is not None else None
+    found, why = _usable_pass(packed if packed is not None else _read(key), key)
+    if found is None and packed is not None:
+        found, why = _usable_pass(_read(key), key)
     if pack is not None:
-        pack.asked.append(key)
+        pack.asked[key] = found
+    return found, why
+
+
+def _usable_pass(data: dict | None, key: str) -> tuple[dict | None, str]:
     if data is None:
         return None, f"no pass recorded under unit key {key[:12]}"
     if not (data.get("kind") in ("gate", "library", "stub")
@@ -119,7 +124,7 @@ class Pack:
         self.name = "results/pack-" + locator
         self.path = os.path.join(_folder(), "pack-" + locator)
         self.held = self._load()            # {unit key: entry content}, as the last run of these units left it
-        self.asked: list[str] = []          # the unit keys this run asked for (unit_pass)
+        self.asked: dict[str, dict | None] = {}     # unit key this run asked for -> the pass it took, if any
 
     def _load(self) -> dict:
         try:
@@ -135,15 +140,14 @@ class Pack:
         return {k: v for k, v in data["passes"].items() if isinstance(v, dict) and inputs.well_formed(v.get("inputs"))}
 
     def save(self) -> bool:
-        """Pack the passes now recorded under the unit keys this run asked for
-        (the pack's or, for the units that ran, the entries their workers
-        wrote); written only if that differs from what was loaded. Returns
-        whether it wrote."""
+        """Pack the passes now recorded under the unit keys this run asked for:
+        the pass it took, or, for a key whose pass it did not take (none, or
+        one whose folder or files differ: the unit ran), its entry as it is
+        now, which the unit's worker may just have written; written only if
+        that differs from what was loaded. Returns whether it wrote."""
         passes = {}
-        for key in self.asked:
-            data = self.held.get(key)
-            if data is None:
-                data = _read(key)
+        for key, taken in self.asked.items():
+            data = taken if taken is not None else _read(key)
             if data is not None and data.get("kind") in ("gate", "library", "stub"):
                 passes[key] = data
         if passes == self.held:
