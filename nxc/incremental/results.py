@@ -30,8 +30,8 @@ import hashlib
 import json
 import os
 
-from nxc.cache import (cache_dir, configured_dir, prune_due, prune_least_recent, read_bytes, read_sealed_json,
-                       scaled_bound, seal, unseal, write_atomically, write_sealed_json)
+from nxc.cache import (cache_dir, configured_dir, mark_used, prune_due, prune_least_recent, read_bytes,
+                       read_sealed_json, scaled_bound, seal, unseal, write_atomically, write_sealed_json)
 from nxc.incremental import inputs
 
 # Passing results kept; past it the least recently used go.
@@ -137,6 +137,7 @@ class Pack:
             data = None
         if not isinstance(data, dict) or not isinstance(data.get("passes"), dict):
             return {}
+        mark_used(self.path)        # pruned with the entries, least recently used first
         return {k: v for k, v in data["passes"].items() if isinstance(v, dict) and inputs.well_formed(v.get("inputs"))}
 
     def save(self) -> bool:
