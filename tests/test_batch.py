@@ -91,6 +91,32 @@ def test_a_batch_builds_and_records_what_each_gate_alone_does(tmp_path):
     _same_builds(tmp_path)
 
 
+def test_gates_linked_from_records_share_one_library_per_batch(tmp_path):
+    """After a body edit of the module every chain of imports ends in, every
+    gate takes the recorded path; those of one batch run from one library
+    linked for all of them (recorded.link_recorded_together), with the
+    outcomes each gate's own library gives."""
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), str(tree), "--modules", "40",
+                    "--graph", "random", "--seed", "5"], check=True, capture_output=True)
+    _run(tree, tmp_path / "c8", 8)
+    _run(tree, tmp_path / "c1", 1)
+    subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_tree.py"), "--edit", "body",
+                    str(tree / "t0000.nx")], check=True, capture_output=True)
+    batched = _run(tree, tmp_path / "c8", 8)
+    alone = _run(tree, tmp_path / "c1", 1)
+    assert len(batched) == len(alone) == 40 and all(r["passed"] for r in batched.values())
+    shared = [r for r in batched.values() if "of the batch linked from records" in r["plan_reason"]]
+    assert len(shared) >= 2 and all(r["plan"] == "recorded" and r["host"] for r in shared), \
+        {i: r["plan_reason"] for i, r in batched.items()}
+    assert len({r["host"] for r in shared}) < len(shared)
+    assert not any("of the batch linked from records" in r["plan_reason"] for r in alone.values())
+
+    def outcome(r: dict) -> tuple:
+        return r["status"], r["value"], r["warnings"]      # (the path each took follows what came ready when)
+    assert {i: outcome(r) for i, r in batched.items()} == {i: outcome(r) for i, r in alone.items()}
+
+
 GATE = "func {name}_v() -> i64 {{ return {v} }}\nfunc main() -> i64 {{\n    if {name}_v() != {v} {{ return 1 }}\n" \
        "    return {ret}\n}}\n"
 

@@ -222,6 +222,12 @@ class Backend(abc.ABC):
         """artefact_key of what a plan from records builds (the result cache's key)."""
         raise NotImplementedError(f"the {self.name} backend plans no link from records")
 
+    def link_recorded_together(self, links: list, *, checked: bool, opt: str) -> tuple:
+        """(the key of one library linked for the gates of the plans from records
+        `links`, each of which link_recorded then runs from, and ""), or (None,
+        why there is none; "" when none was wanted). This default links none."""
+        return None, ""
+
     def link_recorded(self, link, *, checked: bool, opt: str):
         """The gate of a plan from records, built, ready to run in a child:
         .job (for the gate host), .run_child(page), .stack_of(page),

@@ -74,6 +74,13 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
         if _batchable(unit, options, backend):
             decisions[unit.path] = decide(unit, options, backend)
     wanted = [u for u in units if u.path in decisions and decisions[u.path].path == plan.FULL]
+    # The gates linked from records that run now share one library (a body
+    # edit of a module they all import relinked each one's own).
+    recorded = [u for u in units if u.path in decisions and decisions[u.path].path == plan.RECORDED
+                and not u.run_later]
+    shared, unshared = backend.link_recorded_together([decisions[u.path].link for u in recorded],
+                                                      checked=options.checked, opt=options.opt)
+    together = {u.path for u in recorded}
     prepared = prepare(wanted, options) if len(wanted) >= 2 else None
     not_made = None
     if isinstance(prepared, str):           # why the batch could not be one program
@@ -93,6 +100,12 @@ def run_batch(units: list, options: Options) -> list[list[Result]]:
             results = run_unit_planned(unit, options, None if batched else decisions.get(unit.path))
         if batched:
             _say_batched(results, unit, prepared, len(wanted))
+        elif unit.path in together and (shared or unshared):
+            said = (f"then run from one library linked for the {len(recorded)} gates of the batch linked "
+                    f"from records" if shared else f"linked on its own (no library for the batch: {unshared})")
+            for r in results:
+                if r.plan == plan.RECORDED:
+                    r.plan_reason = "; ".join(filter(None, [r.plan_reason, said]))
         elif not_made is not None and any(unit is w for w in wanted):
             for r in results:
                 r.plan_reason = "; ".join(filter(None, [

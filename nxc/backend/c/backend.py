@@ -114,6 +114,10 @@ class CBackend(base.Backend):
     def recorded_artefact_key(self, link) -> str:
         return link_artefact(link.key)
 
+    def link_recorded_together(self, links, *, checked, opt):
+        from nxc.backend.c.recorded import link_recorded_together
+        return link_recorded_together(links, checked, opt)
+
     def link_recorded(self, link, *, checked, opt):
         from nxc.backend.c.recorded import RecordedGate
         return RecordedGate(link, checked, opt)

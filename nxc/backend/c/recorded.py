@@ -32,6 +32,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from nxc.backend.c import build as c_build
 from nxc.backend.c import faults, gate_child, objects
 from nxc.backend.c.emit import FAULT_INFO_WORDS
 from nxc.backend.c.sites import SiteTable
@@ -109,6 +110,43 @@ def link_indexed(link: RecordedLink, checked: bool, opt: str) -> None:
     runtime, _ = objects.ensure_runtime(checked, opt)
     objects.link_library(objects.library_path(link.key)[0], [*link.objects, runtime], opt)
     objects.note_linked(link.key, link.site_keys, link.binding, link.runtime_key, opt)
+
+
+def link_recorded_together(links: list[RecordedLink], checked: bool, opt: str) -> tuple[str | None, str]:
+    """(the link key of one library holding the objects of every link of
+    `links`, noted in the hosts' index for each of their gates to find, and
+    ""), or (None, why there is none; "" when fewer than two would share it).
+
+    After a body edit of a module that every gate imports, a worker's batch
+    of gates all take the recorded path, and each linked a library of its
+    own: at 800 modules, 800 links of ~60 objects, 18% of the edit's worker
+    time. Each gate still runs under its own link key, from this library as
+    from an importer's (nxc/backend/c/hosts.py)."""
+    if len(links) < 2:
+        return None, ""
+    runtime_key = links[0].runtime_key
+    if any(link.runtime_key != runtime_key for link in links):
+        return None, "they were planned for different build configurations"
+    units: dict[str, tuple[str, str]] = {}      # object key -> (object file, module C id), first seen first
+    for link in sorted(links, key=lambda lk: lk.key):
+        for site_key, obj, (c_id, _) in zip(link.site_keys, link.objects, link.binding.bases):
+            units.setdefault(site_key, (obj, c_id))
+    if len(units) > objects.MAX_LINKED:
+        return None, f"their links hold {len(units)} objects, more than a library links"
+    site_keys = list(units)
+    binding = objects.Binding(tuple((c_id, (k + 1) << objects.SITE_BITS)
+                                    for k, (_, c_id) in enumerate(units.values())), None)
+    key = objects.link_key(site_keys, runtime_key, binding.text, opt)
+    target, _ = objects.library_path(key)
+    if present(target) and stamped(target):
+        return key, ""
+    try:
+        link_indexed(RecordedLink(key, [obj for obj, _ in units.values()], [], runtime_key, site_keys, binding),
+                     checked, opt)
+    except (c_build.BuildError, OSError) as exc:
+        # each gate links its own, which reports what went wrong for it
+        return None, f"linking it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return key, ""
 
 
 class RecordedGate:
