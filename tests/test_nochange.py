@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_result_key import READS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -178,26 +179,8 @@ def test_a_packed_pass_is_checked_as_its_entry_is(tmp_path):
     """A pass from the pack whose gate read a file that changed since is run
     again, as one from its own entry is (the file record, inputs.py)."""
     root = tmp_path / "t"
-    # The first byte of data.txt (through nx_file.nx) must be '0'.
-    write(root / "reads.nx", """
-        import "nx_file.nx"
-        func main() -> i64 {
-            let p: *u8 = sys_mmap(16) as *u8
-            p[0] = 100 as u8
-            p[1] = 97 as u8
-            p[2] = 116 as u8
-            p[3] = 97 as u8
-            p[4] = 46 as u8
-            p[5] = 116 as u8
-            p[6] = 120 as u8
-            p[7] = 116 as u8
-            let h: i64 = sys_file_open(p, 8)
-            if h < 0 { return 1 }
-            if sys_file_read(h, 0, ((p as i64) + 8) as *void, 1) != 1 { return 2 }
-            if p[8] != 48 as u8 { return 3 }
-            return 0
-        }
-    """)
+    root.mkdir()
+    (root / "reads.nx").write_text(READS)           # the first byte of data.txt must be '0'
     (root / "data.txt").write_text("0")
     time.sleep(2.1)
     cache = tmp_path / "cache"

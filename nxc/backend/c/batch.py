@@ -30,11 +30,8 @@ keyed on its own link key, and what that assumes is the same (docs/runner.md,
 from __future__ import annotations
 
 from nxc.backend.base import BatchBuilt
-from nxc.backend.c import build as c_build
-from nxc.backend.c.objects import (MAX_LINKED, LinkedC, binding_of, ensure_objects, library_path, link_key,
-                                   usable_object)
-from nxc.backend.c.recorded import RecordedLink, link_indexed
-from nxc.cache import present, stamped
+from nxc.backend.c.objects import MAX_LINKED, LinkedC, binding_of, ensure_objects, usable_object
+from nxc.backend.c.recorded import link_shared
 from nxc.incremental.records import write_gate_record
 
 
@@ -72,17 +69,8 @@ def link_together(linked: LinkedC, roots: list[str], opt: str) -> tuple[str | No
         return None, f"their closures have {len(mine)} modules with objects, more than a library links"
     paths = [u.module.source.path for u in mine]
     keys = [u.key for u in mine]
-    binding = binding_of(paths, None)
-    key = link_key(keys, runtime_key, binding.text, opt)
-    target, _ = library_path(key)
-    if present(target) and stamped(target):
-        return key, ""
-    found = [usable_object(k) for k in keys]
-    if None in found:
-        return None, f"the object of {paths[found.index(None)]} is not in the cache yet"
-    try:
-        link_indexed(RecordedLink(key, found, paths, runtime_key, keys, binding), linked.checked, opt)
-    except (c_build.BuildError, OSError) as exc:
-        # each gate links its own, which reports what went wrong for it
-        return None, f"linking it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-    return key, ""
+
+    def objects_of():
+        found = [usable_object(k) for k in keys]
+        return found if None not in found else f"the object of {paths[found.index(None)]} is not in the cache yet"
+    return link_shared(keys, objects_of, binding_of(paths, None), runtime_key, linked.checked, opt)

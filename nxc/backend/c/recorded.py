@@ -133,16 +133,27 @@ def link_recorded_together(links: list[RecordedLink], checked: bool, opt: str) -
             units.setdefault(site_key, (obj, c_id))
     if len(units) > objects.MAX_LINKED:
         return None, f"their links hold {len(units)} objects, more than a library links"
-    site_keys = list(units)
     binding = objects.Binding(tuple((c_id, (k + 1) << objects.SITE_BITS)
                                     for k, (_, c_id) in enumerate(units.values())), None)
+    return link_shared(list(units), lambda: [obj for obj, _ in units.values()], binding, runtime_key, checked, opt)
+
+
+def link_shared(site_keys: list[str], objects_of, binding: objects.Binding, runtime_key: str, checked: bool,
+                opt: str) -> tuple[str | None, str]:
+    """(the link key of a library of the objects of `site_keys`, with no gate of
+    its own, linked now unless the cache has it, and indexed for the gates it can
+    host; ""), or (None, why not). objects_of() -> their object files in order,
+    or the reason one is missing: asked only when the library must be linked.
+    The last step of a batch's shared library, from a program or from records."""
     key = objects.link_key(site_keys, runtime_key, binding.text, opt)
     target, _ = objects.library_path(key)
     if present(target) and stamped(target):
         return key, ""
+    found = objects_of()
+    if isinstance(found, str):
+        return None, found
     try:
-        link_indexed(RecordedLink(key, [obj for obj, _ in units.values()], [], runtime_key, site_keys, binding),
-                     checked, opt)
+        link_indexed(RecordedLink(key, found, [], runtime_key, site_keys, binding), checked, opt)
     except (c_build.BuildError, OSError) as exc:
         # each gate links its own, which reports what went wrong for it
         return None, f"linking it failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
