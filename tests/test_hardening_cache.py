@@ -278,3 +278,57 @@ def test_an_entry_with_a_well_formed_but_wrong_mac_is_refused(tmp_path, own_cach
     cache.forget_verified()
     cache.write_atomically(path, cache.seal(name, payload))
     assert read() is not None
+
+
+POKE = """func poke(p: *i64, i: i64) -> i64 {
+    let q: *i64 = (p as i64 + i * 8) as *i64
+    return *q
+}
+"""
+POKE_GATE = """import "m.nx"
+func main() -> i64 {
+    let p: *i64 = 4096 as *i64
+    return poke(p, 100000000)
+}
+"""
+
+
+@pytest.mark.parametrize("damage", ["deleted", "flipped"])
+def test_a_fault_worded_from_a_missing_or_damaged_site_table(tmp_path, own_cache, damage):
+    """The site table beside an object is read only to word a fault. When it
+    is gone or damaged, the module's C says it again, even in a worker that
+    did not check that module's bodies (a clean verdict; its object and the
+    library in the cache), and the table is kept again. Before: the gate was
+    an ERROR, "copied functions neither checked nor kept: ['poke']"."""
+    (tmp_path / "m.nx").write_text(POKE)
+    (tmp_path / "g.nx").write_text(POKE_GATE)
+
+    def run():
+        done = subprocess.run([sys.executable, "-m", "nxc", "test", "g.nx"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=GATE_BOUND)
+        return done.returncode, done.stdout + done.stderr
+
+    located = "RUNTIME-ERROR m.nx:3:12: runtime error: read of i64"
+    code, out = run()
+    assert code == 1 and located in out and "in poke" in out, out
+    obj = own_cache / "c" / "obj"
+    tables = sorted(obj.glob("*.sites"))
+    assert len(tables) == 2                         # m's own, and g's (poke copied in)
+    kept = own_cache.parent / "kept"
+    shutil.copytree(own_cache, kept)
+    for table in tables:
+        shutil.rmtree(own_cache)
+        shutil.copytree(kept, own_cache)
+        loader._PARSED.clear()
+        if damage == "deleted":
+            table.unlink()
+        else:
+            data = bytearray(table.read_bytes())
+            data[40] ^= 0xFF
+            table.write_bytes(bytes(data))
+        for _ in range(2):                          # the second run reads the table kept again
+            code, out = run()
+            assert code == 1 and located in out and "in poke" in out and "neither checked" not in out, out
+            assert "0 compiled" in out, out
+        if "g.nx" in (kept / "c" / "obj" / table.name).read_text(errors="replace"):
+            assert objects_mod.read_sites(table.stem) is not None       # the table the fault read, kept again

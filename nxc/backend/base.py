@@ -117,8 +117,14 @@ NOTHING = Needed()
 
 class BodiesNeeded(ToolError):
     """A build found it must emit a body the program it was given does not
-    hold checked (an object the planner found in the cache left it before the
-    build: pruned by another run). The caller plans the bodies again."""
+    hold checked: an object the planner found in the cache left it before the
+    build (pruned by another run), or a fault is worded from a site table that
+    is missing or damaged. `paths`: the modules whose C is to be emitted (real
+    paths). The caller plans the bodies again, those modules' included."""
+
+    def __init__(self, message: str, paths=()):
+        super().__init__(message)
+        self.paths = frozenset(paths)
 
 
 class BodyPlan:
@@ -177,12 +183,13 @@ class Backend(abc.ABC):
         """The program's code for this target (a final program: every body it
         emits checked; a partial one goes through `plan_bodies` first)."""
 
-    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None) -> BodyPlan:
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None,
+                    also=frozenset()) -> BodyPlan:
         """What this backend needs checked of `program` before it emits it, as a
         `BodyPlan` the caller asks until it needs nothing (the backend never
         calls the checker itself). emit: the real paths of the modules whose
         code will be emitted, when the caller knows (`nxc emit-c --object`);
-        default: what a build needs."""
+        default: what a build needs, and the modules `also` (BodiesNeeded.paths)."""
         return BodyPlan(self)
 
     @abc.abstractmethod

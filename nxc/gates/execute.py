@@ -179,11 +179,12 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         try:
             try:
                 build_item(unit_check, kind, item.backend, options, r)
-            except BodiesNeeded:
+            except BodiesNeeded as exc:
                 # An object the backend found in the cache when it said what it
-                # needed left it before the build (pruned by another run): it
-                # says again, now without it, once.
-                unit_check.replan()
+                # needed left it before the build (pruned by another run), or a
+                # fault's site table is missing or damaged: it says again, now
+                # without it, once.
+                unit_check.replan(exc.paths)
                 program = unit_check.program
                 r = result(item, Status.PASS, front_end_seconds=front_end, modules=modules)
                 build_item(unit_check, kind, item.backend, options, r)
@@ -249,12 +250,13 @@ class UnitCheck:
     options: object = None
     notes: dict = field(default_factory=dict)   # C only: what the module index is to note (Checked.notes)
 
-    def replan(self) -> None:
+    def replan(self, also=frozenset()) -> None:
         """Ask the C backend again what it needs, from the program as checked now
-        (a build found an object missing that it was told was cached)."""
+        (a build found an object missing that it was told was cached, or a
+        fault's site table missing): the modules `also` are emitted too."""
         if self.found is None:
             raise RuntimeError("only a C gate worker's program is planned (a bug in nxc)")
-        self.program, self.emitted = final_program(self.found, self.options)
+        self.program, self.emitted = final_program(self.found, self.options, also=also)
         self.checked_order = list(self.found.bodies.checked_order)
 
 
@@ -292,7 +294,7 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
                      [m.source.path for m in program.graph.modules])
 
 
-def final_program(found, options: Options, emit=None) -> tuple:
+def final_program(found, options: Options, emit=None, also=frozenset()) -> tuple:
     """(the final program, the C backend's emitted code of it) of a gate
     worker's partial check `found` (check_gate): the backend says which
     records and bodies it needs before it can emit (Backend.plan_bodies),
@@ -300,11 +302,12 @@ def final_program(found, options: Options, emit=None) -> tuple:
     program, until it needs nothing. The backend never calls the checker,
     and the program it emits does not change under it. emit: the real paths
     of the modules whose C will be emitted (default: those a build of the
-    gate compiles)."""
+    gate compiles, and the modules `also`)."""
     from nxc.backend.registry import backend_for
     program = found.bodies.program
     asking = backend_for("c", checked=options.checked).plan_bodies(program, opt=options.opt,
-                                                                    use_cache=options.use_cache, emit=emit)
+                                                                    use_cache=options.use_cache, emit=emit,
+                                                                    also=also)
     while need := asking.needed(program):
         program = found.bodies.meet(need)
     return program, asking.emitted(program)

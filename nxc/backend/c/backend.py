@@ -59,11 +59,12 @@ class CBackend(base.Backend):
         # the whole program as one file (LinkedC.whole).
         return _objects().LinkedC(program, checked=self.checked)
 
-    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None):
+    def plan_bodies(self, program, *, opt: str = "2", use_cache: bool = True, emit=None, also=frozenset()):
         # A gate worker's partial program: the link asks for the records and
         # bodies it needs (nxc/backend/c/needs.py); a whole one needs nothing.
         from nxc.backend.c.needs import LinkPlanner
-        return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache, emit=emit)
+        return LinkPlanner(self, program, checked=self.checked, opt=opt, use_cache=use_cache, emit=emit,
+                           also=also)
 
     def object_text(self, emitted, module_path: str) -> str:
         """The C of the object of the module at real path `module_path` in

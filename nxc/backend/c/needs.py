@@ -51,13 +51,16 @@ class LinkPlanner(BodyPlan):
     interface digests, closures) into the LinkedC that is emitted."""
 
     def __init__(self, backend, program, *, checked: bool, opt: str, use_cache: bool, unbox_f32: bool = True,
-                 emit=None):
+                 emit=None, also=frozenset()):
         """emit: the real paths of the modules whose units will be emitted
-        (default: those whose objects the build will not find in the cache)."""
+        (default: those whose objects the build will not find in the cache,
+        and the modules `also`: those whose site tables a fault must read and
+        the cache no longer holds whole, BodiesNeeded.paths)."""
         super().__init__(backend)
         self.linked = LinkedC(program, checked=checked, opt=opt, unbox_f32=unbox_f32)
         self.use_cache = use_cache
         self.emit = None if emit is None else frozenset(emit)
+        self.also = frozenset(also)
         self._steps = self._questions() if self.linked.partial else None
         self.asked = 0                  # questions asked (NXC_DEBUG_STATS, tests)
 
@@ -162,8 +165,8 @@ class LinkPlanner(BodyPlan):
             return list(units)
         target, _ = library_path(key)
         if present(target) and stamped(target):
-            return []
-        return [u for u in units if awaited_object(u.key) is None]
+            return [u for u in units if u.module.source.path in self.also]
+        return [u for u in units if u.module.source.path in self.also or awaited_object(u.key) is None]
 
     def _bodies_to_emit(self):
         linked = self.linked

@@ -23,10 +23,9 @@ what each saves.
 
 Run-time error sites are module-local: a site id is (ordinal << 20) | local
 index, where a module's ordinal is its place in the link, from 1 (set at load
-time: `Binding`). A module's object
-therefore does not depend on which gate links it; its site table (what
-each local index names) is kept beside the object, read only to word a
-fault or a stack.
+time: `Binding`). A module's object therefore does not depend on which gate
+links it; its site table (what each local index names) is kept beside the
+object, read only to word a fault or a stack (emitted again if damaged).
 
 Concurrent workers that need the same object (`nxc test -j`): the first
 takes an exclusive lock (fcntl.flock on `<key>.lock` beside the entry) and
@@ -309,8 +308,10 @@ class LinkedC(CapturesMixin):
 
     def module_sites(self, unit: "ModuleUnit") -> list[Site]:
         found = read_sites(unit.key)
-        if found is None:           # the site table went missing: the module's C says it again
+        if found is None:           # missing or damaged: the module's C says it again, and it is kept again
             found = self.emit_unit(unit).sites
+            with contextlib.suppress(OSError):      # a read-only cache: said again next time
+                _write_sites(unit.key, found)
         return found
 
     def unit_functions(self, unit: "ModuleUnit") -> list:
@@ -326,13 +327,13 @@ class LinkedC(CapturesMixin):
         before it was handed in (LinkPlanner), else BodiesNeeded."""
         self.emitting = True
         program = self._program
-        if self.partial and unit.module.source.path not in program.checked_modules:
-            raise BodiesNeeded(f"{unit.module.source.path}: its object is not in the cache and its bodies were "
-                               "not checked (it left the cache while the gate was planned)")
+        path = unit.module.source.path
+        if self.partial and path not in program.checked_modules:
+            raise BodiesNeeded(f"{path}: its C must be emitted and its bodies were not checked", {path})
         try:
             return emit_module(self.facts(), unit.module, unit.closure, self.copy_key)
         except UnknownCopies as exc:
-            raise BodiesNeeded(str(exc)) from None
+            raise BodiesNeeded(str(exc), {path}) from None
 
     def whole(self):
         """The whole program as one C file (units.emit_whole): the Python API's build."""
