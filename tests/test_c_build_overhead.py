@@ -6,6 +6,7 @@ when the compiler can. None of it may change what a gate computes.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -153,3 +154,52 @@ def test_the_link_command_uses_the_linker_flags_and_the_key_covers_them(write_nx
     monkeypatch.setattr(objects, "link_flags", lambda: ())
     other = objects.LinkedC(check_file(path, diags=Diagnostics()), checked=True).key
     assert (key != other) == bool(real)
+
+
+def _plant(memo, content) -> None:
+    """Put `content` at `memo`: bytes as they are, else sealed as nxc seals it (a well-formed entry)."""
+    from nxc.cache import write_sealed_json
+    if isinstance(content, bytes):
+        memo.write_bytes(content)
+    else:
+        assert write_sealed_json(str(memo), memo.name, content)
+
+
+def test_a_damaged_or_planted_linker_memo_is_asked_again(fresh_cache, monkeypatch):
+    """The memo of whether the compiler links with gold was plain text, split
+    into the link's flags: a damaged one put its bytes on the linker's command
+    line (every gate an ERROR: "unrecognized command-line option"), one that
+    was not UTF-8 raised a traceback. Now it is sealed, and read back only as
+    one of its two answers."""
+    from nxc.backend.c import toolchain
+    from nxc.cache import read_sealed_json
+    if not shutil.which("ld.gold"):
+        pytest.skip("no ld.gold: the memo is never written")
+    monkeypatch.delenv("NXC_NO_GOLD", raising=False)
+    toolchain.link_flags.cache_clear()
+    real = toolchain.link_flags()
+    [memo] = (fresh_cache / "c" / "toolchain").glob("gold-*.json")
+    for planted in (b"\xff\xfe-fuse-ld=gold", b"-Wl,--defsym=planted=1", ["-Wl,--defsym=planted=1"], "-fuse-ld=gold"):
+        _plant(memo, planted)
+        toolchain.link_flags.cache_clear()
+        assert toolchain.link_flags() == real, planted
+        assert read_sealed_json(str(memo), memo.name) == list(real)     # asked again, and kept again
+    toolchain.link_flags.cache_clear()
+
+
+def test_a_damaged_or_planted_compiler_identity_memo_is_asked_again(fresh_cache):
+    """The compiler's `--version` line is part of every key; its memo was
+    plain text: bytes that were not UTF-8 gave a traceback on every run, and
+    other text went into every key. Now it is sealed and checked."""
+    from nxc.backend.c import build as c_build
+    from nxc.cache import read_sealed_json
+    cc = tuple(c_build.compiler())
+    c_build.compiler_identity.cache_clear()         # kept by the process: asked from the memo again
+    real = c_build.compiler_identity(cc)
+    [memo] = (fresh_cache / "c" / "toolchain").glob("ident-*.json")
+    for planted in (b"\xff\xfe", b"gcc 99 (planted)", "", "two\nlines", ["not", "a", "line"]):
+        _plant(memo, planted)
+        c_build.compiler_identity.cache_clear()
+        assert c_build.compiler_identity(cc) == real, planted
+        assert read_sealed_json(str(memo), memo.name) + "|" + real.rpartition("|")[2] == real
+    c_build.compiler_identity.cache_clear()

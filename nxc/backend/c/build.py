@@ -43,7 +43,7 @@ import cffi
 from nxc import __version__
 from nxc.backend.c.abi import GATE_CDEF
 from nxc.cache import (cache_dir, degrade_after, discard, kept_for_the_run, prune_due, prune_least_recent, present,
-                       publish, scaled_bound, stamped, write_atomically)
+                       publish, read_sealed_json, scaled_bound, stamped, write_sealed_json)
 from nxc.diagnostics import ToolError
 from nxc.paths import runtime_dir
 
@@ -157,7 +157,9 @@ def compiler_identity(cc: tuple[str, ...]) -> str:
 
     Asking the compiler costs a process start (several ms), which would be
     most of a warm run's cost: the answer is remembered in the cache folder,
-    keyed by the compiler executable's path, size and modification time.
+    keyed by the compiler executable's path, size and modification time,
+    sealed as every entry is (a damaged one is asked again: it is part of
+    every key, so it must not be read wrong).
     """
     exe = shutil.which(cc[0]) or cc[0]
     args = shlex.join(cc[1:])
@@ -169,19 +171,17 @@ def compiler_identity(cc: tuple[str, ...]) -> str:
     memo = None
     if stamp is not None:
         digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
-        memo = os.path.join(cache_dir(), "c", f"cc-{digest}.txt")
-        try:
-            with open(memo, encoding="utf-8") as f:
-                return f.read() + "|" + args
-        except OSError:
-            pass
+        memo = os.path.join(cache_dir(), "c", "toolchain", f"ident-{digest}.json")
+        found = read_sealed_json(memo, os.path.basename(memo))
+        if isinstance(found, str) and found and "\n" not in found:
+            return found + "|" + args
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
         ident = out.stdout.splitlines()[0] if out.stdout else exe
     except (OSError, subprocess.SubprocessError):
         return exe + "|" + args
     if memo is not None:
-        write_atomically(memo, ident.encode("utf-8"))
+        write_sealed_json(memo, os.path.basename(memo), ident)
     return ident + "|" + args
 
 

@@ -29,8 +29,7 @@ from functools import lru_cache
 
 from nxc.backend.c import build as c_build
 from nxc.backend.c.build import host_cpu
-from nxc.cache import (cache_dir, parts_digest, prune_least_recent, read_sealed_json, write_atomically,
-                       write_sealed_json)
+from nxc.cache import cache_dir, parts_digest, prune_least_recent, read_sealed_json, write_sealed_json
 
 # Placeholder paths of the probe: the driver does not look at its inputs for
 # `-###`, and every path it derives from them is recognised by these.
@@ -125,7 +124,8 @@ def _plan(kind: str, cc: list[str], identity: str, template: list[str], probe):
         _plans[key] = None
         return None
     if write_sealed_json(path, "toolchain/" + key, {"steps": plan, "template": template}):
-        prune_least_recent(_plans_dir(), MAX_PLANS, lambda name: name.endswith(".json"))
+        prune_least_recent(_plans_dir(), MAX_PLANS,     # the plans only (not the ident-/gold- memos)
+                           lambda name: name.startswith(("cc-", "ld-")) and name.endswith(".json"))
     _plans[key] = plan
     return plan
 
@@ -326,7 +326,9 @@ def link_flags() -> tuple[str, ...]:
     """`-fuse-ld=gold` when the compiler can link with gold: a gate links 20-60
     objects, which gold does in about two thirds of the CPU time of ld.bfd
     (docs/build.md). Asked once per compiler and gold binary, remembered in
-    the cache folder (a process start of its own would cost what it saves)."""
+    the cache folder (a process start of its own would cost what it saves),
+    sealed, and read back only as one of the two answers: a damaged memo must
+    not put other flags on the linker's command line."""
     gold = shutil.which("ld.gold")
     if gold is None or os.environ.get("NXC_NO_GOLD", "") not in ("", "0"):
         return ()
@@ -335,17 +337,15 @@ def link_flags() -> tuple[str, ...]:
         st = os.stat(gold)
     except OSError:
         return ()
-    memo = os.path.join(cache_dir(), "c", "ld-" + parts_digest(c_build.compiler_identity(cc), gold, str(st.st_size),
-                                                          str(st.st_mtime_ns))[:16] + ".txt")
-    try:
-        with open(memo, encoding="utf-8") as f:
-            return tuple(f.read().split())
-    except OSError:
-        pass
+    memo = os.path.join(cache_dir(), "c", "toolchain", "gold-" + parts_digest(
+        c_build.compiler_identity(cc), gold, str(st.st_size), str(st.st_mtime_ns))[:16] + ".json")
+    found = read_sealed_json(memo, os.path.basename(memo))
+    if found in ([], ["-fuse-ld=gold"]):
+        return tuple(found)
     try:
         proc = subprocess.run([*cc, "-fuse-ld=gold", "-Wl,--version"], capture_output=True, text=True, timeout=60)
         found = ("-fuse-ld=gold",) if proc.returncode == 0 and "gold" in proc.stdout.lower() else ()
     except (OSError, subprocess.SubprocessError):
         return ()
-    write_atomically(memo, " ".join(found).encode("utf-8"))
+    write_sealed_json(memo, os.path.basename(memo), list(found))
     return found
