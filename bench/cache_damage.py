@@ -23,7 +23,11 @@ put in front).
 
 --quick: one file of each kind of entry (names with their hex keys folded),
 one damage each (taken in turn), and only the --rerun run: the bounded
-version the suite runs (tests/test_cache_damage.py). Exit status 1 when any
+version the suite runs (tests/test_cache_damage.py).
+
+--remote: the entries damaged are those of a shared cache (nginx with
+WebDAV, as tests/remote_servers.py starts it) that the first run filled;
+each case then runs from an empty local cache, as a second CI machine does. Exit status 1 when any
 case differs; each one is printed with the end of its output.
 """
 from __future__ import annotations
@@ -35,6 +39,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 LEAF = """func leaf_twice(x: i64) -> i64 { return x * 2 }
 func leaf_sum(n: i64) -> i64 {
@@ -120,6 +126,9 @@ def kind_of(rel: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="one file per kind, one damage each, one run")
+    ap.add_argument("--remote", action="store_true",
+                    help="damage the entries of a shared cache (nginx, WebDAV) instead, each case from an "
+                         "empty local cache")
     ap.add_argument("--damage", nargs="+", choices=DAMAGES, default=list(DAMAGES))
     ap.add_argument("--keep", help="work in this folder (kept) instead of a temporary one")
     args = ap.parse_args()
@@ -130,8 +139,14 @@ def main() -> int:
     for name, text in TREE.items():
         with open(os.path.join(tree, name), "w", encoding="utf-8") as f:
             f.write(text)
-    env = dict(os.environ, NXC_CACHE_DIR=cache)
-    env.pop("NXC_REMOTE_CACHE", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NXC_REMOTE_CACHE")}
+    env["NXC_CACHE_DIR"] = cache
+    server = None
+    if args.remote:
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        import remote_servers           # tests/remote_servers.py: the servers the tests start
+        server = remote_servers.start_nginx(os.path.join(work, "server"))
+        env.update(NXC_REMOTE_CACHE=server.url, NXC_REMOTE_CACHE_KEY="cache-damage-bench-shared-key")
 
     def run(*extra) -> tuple[int, str]:
         done = subprocess.run([sys.executable, "-m", "nxc", "test", ".", "-j", "2", "--backend", "both", *extra],
@@ -140,6 +155,8 @@ def main() -> int:
 
     def api() -> str | None:
         """What is wrong with the API's answer, or None."""
+        if args.remote:
+            return None                 # nxc.load keeps a local cache only
         done = subprocess.run([sys.executable, "-c", API], cwd=tree, env=env, capture_output=True, text=True,
                               timeout=600)
         return None if done.returncode == 0 and done.stdout == "9 9\n" else \
@@ -162,7 +179,9 @@ def main() -> int:
         if outcome(*again) != expected:
             print(f"a second undamaged run differs:\n{again[1]}")
             return 1
-        shutil.copytree(cache, warm, symlinks=True)
+        # What is damaged: the local cache, or the server's entries (each case then from an empty local cache).
+        damaged = server.data if server is not None else cache
+        shutil.copytree(damaged, warm, symlinks=True)
         files = sorted(os.path.relpath(os.path.join(d, f), warm) for d, _, fs in os.walk(warm) for f in fs
                        if not f.endswith(".lock"))
         cases = [(rel, how) for rel in files for how in args.damage]
@@ -175,9 +194,11 @@ def main() -> int:
             runs = [("--rerun",)]
         bad = 0
         for rel, how in cases:
-            shutil.rmtree(cache)
-            shutil.copytree(warm, cache, symlinks=True)
-            damage(os.path.join(cache, rel), how)
+            shutil.rmtree(cache, ignore_errors=True)
+            if server is not None:
+                shutil.rmtree(server.data)
+            shutil.copytree(warm, damaged, symlinks=True)
+            damage(os.path.join(damaged, rel), how)
             for extra in runs:
                 code, out = run(*extra)
                 problem = wrong(out) or (None if outcome(code, out) == expected else
@@ -192,10 +213,13 @@ def main() -> int:
                 if problem is not None:
                     bad += 1
                     print(f"DIFFERS: {rel} ({how}), {problem}", flush=True)
-        print(f"{len(expected[1])} items; {len(files)} cache files, {len(cases)} cases ({', '.join(args.damage)}), "
+        where = "shared cache entries" if server is not None else "cache files"
+        print(f"{len(expected[1])} items; {len(files)} {where}, {len(cases)} cases ({', '.join(args.damage)}), "
               f"{len(runs)} run{'s' if len(runs) > 1 else ''} each: {bad} differ")
         return 1 if bad else 0
     finally:
+        if server is not None:
+            server.stop()
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 

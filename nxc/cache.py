@@ -109,7 +109,7 @@ RUN_ID_ENV = "NXC_RUN_ID"       # set by the `nxc` command for itself and the wo
 
 
 def _marker(run: str, folder: str) -> str:
-    digest = hashlib.sha256(f"{run}\0{folder}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{run}\0{folder}".encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return os.path.join(tempfile.gettempdir(), f"nxc-warned-{digest}")
 
 

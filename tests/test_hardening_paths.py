@@ -78,9 +78,10 @@ def test_hostile_name_failure_is_still_located(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["run"], ["run", "--backend", "py"], ["check"], ["emit-c"], ["emit-py"],
-                                     ["test", "-q"]])
+                                     ["test", "-q"], ["doc", "-o", "site"]])
 def test_non_utf8_file_name(tmp_path, command):
-    # Before: UnicodeEncodeError tracebacks from the cache key and compile().
+    # Before: UnicodeEncodeError tracebacks from the cache key and compile(),
+    # and from writing the module's page (nxc doc).
     name = os.fsdecode(b"\xff\xfe-gate.nx")
     path = tmp_path / name
     path.write_text("func main() -> i64 {\n    return 0\n}\n")
@@ -99,3 +100,43 @@ def test_nul_byte_in_an_import_is_a_located_error(tmp_path, command):
     assert "Traceback" not in out and "internal error" not in out, out
     assert "t.nx:1:1: error: import 'nx_f\\x00.nx': an import name may not hold a NUL byte" in out, out
     assert proc.returncode == (1 if command[0] == "test" else 3)     # test: an item did not pass
+
+
+@pytest.mark.parametrize("command", [["test", "-q"], ["test", "-j", "2", "--backend", "both", "--json"],
+                                     ["doc", "-o", "site"]])
+def test_non_utf8_project_folder(tmp_path, command):
+    # Before: a UnicodeEncodeError traceback from the last-failed state file's
+    # name (nxc test).
+    folder = tmp_path / os.fsdecode(b"proj-\xff\xfe")
+    folder.mkdir()
+    (folder / "lib.nx").write_text(LIB)
+    (folder / "g.nx").write_text(GATE)
+    (folder / "fails.nx").write_text(GATE.replace("!= 42", "!= 41"))
+    proc = subprocess.run([sys.executable, "-m", "nxc", *command, "."], capture_output=True, cwd=folder)
+    out = (proc.stdout + proc.stderr).decode(errors="replace")
+    assert "Traceback" not in out, out
+    if command[0] == "test":
+        assert proc.returncode == 1 and "fails.nx" in out, out      # the failing gate, named
+    else:
+        assert proc.returncode == 0, out
+        index = (folder / "site" / "index.html").read_text(encoding="utf-8")
+        assert 'href="./g.html"' in index and 'href="./fails.html"' in index
+
+
+def test_non_utf8_cache_folder(tmp_path):
+    # Before: cffi's dlopen could not encode the library's path: every C gate
+    # an ERROR (an internal error with a traceback).
+    cache = tmp_path / os.fsdecode(b"cache-\xff\xfe")
+    (tmp_path / "lib.nx").write_text(LIB)
+    (tmp_path / "g.nx").write_text(GATE)
+    (tmp_path / "null.nx").write_text("func main() -> i64 {\n    let p: *i64 = 8 as *i64\n    return p[0]\n}\n")
+    env = dict(os.environ, NXC_CACHE_DIR=str(cache))
+    for command in (["test", ".", "--backend", "both"], ["test", ".", "-j", "2", "--rerun"]):
+        proc = subprocess.run([sys.executable, "-m", "nxc", *command], capture_output=True, cwd=tmp_path, env=env)
+        out = (proc.stdout + proc.stderr).decode(errors="replace")
+        assert proc.returncode == 1 and "Traceback" not in out, out
+        assert "null.nx:3:12: runtime error: read of i64 through a null pointer" in out, out
+        assert ("4 passed" if "both" in command else "2 passed") in out, out       # the library, the gate
+    api = "import nxc; m = nxc.load('lib.nx'); print(m.twice(21))"
+    proc = subprocess.run([sys.executable, "-c", api], capture_output=True, cwd=tmp_path, env=env)
+    assert proc.stdout == b"42\n", (proc.stdout + proc.stderr).decode(errors="replace")

@@ -174,7 +174,7 @@ def project_root(start: str | None = None) -> str:
 
 
 def _state_file(root: str) -> str:
-    digest = hashlib.sha256(root.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]  # any bytes a path holds
     return os.path.join(cache_dir(), "state", f"lastfailed-{digest}.json")
 
 

@@ -196,7 +196,8 @@ def href(from_page: str, to_page: str, fragment: str = "") -> str:
     if from_page == to_page and frag:
         return frag
     rel = posixpath.relpath(to_page, posixpath.dirname(from_page) or ".")
-    path = "/".join(seg if seg == ".." else quote(seg, safe="") for seg in rel.split("/"))
+    # A file name that is not UTF-8 keeps its bytes (surrogateescape), percent-encoded.
+    path = "/".join(seg if seg == ".." else quote(seg, safe="", errors="surrogateescape") for seg in rel.split("/"))
     return (path if path.startswith("../") else "./" + path) + frag
 
 
@@ -397,7 +398,7 @@ def build_site(paths: list[str], out: str, results_file: str | None = None,
     for page in pages.values():
         target = os.path.join(out, page.href)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w", encoding="utf-8") as f:
+        with open(target, "w", encoding="utf-8", errors="replace") as f:     # undecodable name bytes shown as ?
             f.write(module_t.render(**_module_context(page, pages)))
     rows, symbols = [], []
     for page in sorted(pages.values(), key=lambda p: p.href):
@@ -409,7 +410,7 @@ def build_site(paths: list[str], out: str, results_file: str | None = None,
                      "n_functions": sum(d.kind == "func" for d in mi.definitions),
                      "results": _gate_summary(page.results)})
     os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "index.html"), "w", encoding="utf-8") as f:
+    with open(os.path.join(out, "index.html"), "w", encoding="utf-8", errors="replace") as f:
         f.write(env.get_template("index.html.j2").render(
             rows=rows, with_results=bool(results),
             symbols=sorted(symbols, key=lambda r: (r["name"].lower(), r["name"], r["module"]))))

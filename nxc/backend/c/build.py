@@ -170,7 +170,7 @@ def compiler_identity(cc: tuple[str, ...]) -> str:
         stamp = None
     memo = None
     if stamp is not None:
-        digest = hashlib.sha256(stamp.encode()).hexdigest()[:16]
+        digest = hashlib.sha256(stamp.encode("utf-8", "surrogateescape")).hexdigest()[:16]
         memo = os.path.join(cache_dir(), "c", "toolchain", f"ident-{digest}.json")
         found = read_sealed_json(memo, os.path.basename(memo))
         if isinstance(found, str) and found and "\n" not in found:
@@ -390,12 +390,30 @@ class _Opened:
     ffi: object
 
 
+def _dlopen(ffi, path: str):
+    """ffi.dlopen(path). cffi encodes the name as strict UTF-8: a cache folder
+    whose name holds other bytes (surrogateescape) is opened through a file
+    descriptor instead (Linux: /proc/self/fd; the loader knows the library by
+    its inode, so a second open is the same library)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        if not os.path.isdir("/proc/self/fd"):
+            raise
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return ffi.dlopen(f"/proc/self/fd/{fd}")
+        finally:
+            os.close(fd)
+    return ffi.dlopen(path)
+
+
 def load(built: Built):
     """Import the extension (or dlopen the library); returns cffi's `lib` and `ffi`."""
     mod = _loaded.get(built.path)
     if mod is None and built.abi_cdef is not None:
         ffi = _abi_ffi(built.abi_cdef)
-        lib = ffi.dlopen(built.path)
+        lib = _dlopen(ffi, built.path)
         _loaded[built.path] = mod = _Opened(lib, ffi)
     if mod is None:
         spec = importlib.util.spec_from_file_location(built.module_name, built.path)

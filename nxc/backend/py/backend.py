@@ -53,7 +53,7 @@ class PyBackend(base.Backend):
         # runs on (runtime/nx_f32.py, nx_memory.py) and nxc's version.
         h = hashlib.sha256()
         for part in (__version__, runtime_digest(), emitted.filename, emitted.text):
-            h.update(part.encode())
+            h.update(part.encode("utf-8", "surrogateescape"))     # a path may hold any bytes
             h.update(b"\0")
         return "py-" + h.hexdigest()[:24]
 
