@@ -13,7 +13,7 @@ import time
 
 from nxc import __version__
 from nxc.diagnostics import CompileError, Diagnostics, ToolError
-from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Status
+from nxc.gates.protocol import EXIT_COMPILE_ERROR, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, MAX_TIMEOUT, Status
 
 
 class _Parser(argparse.ArgumentParser):
@@ -81,15 +81,21 @@ def _add_remote(p):
                         "$NXC_REMOTE_CACHE_TIMEOUT); after one fault it is not used for the rest of the run")
 
 
+MAX_SECONDS = MAX_TIMEOUT
+
+
 def seconds(text: str) -> float:
-    """An argparse type: a positive, finite number of seconds (nan and inf
-    would reach select() and time arithmetic as tracebacks)."""
+    """An argparse type: a positive, finite number of seconds, at most
+    MAX_SECONDS (nan, inf and huge values would reach select() and time
+    arithmetic as tracebacks)."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a positive, finite number of seconds")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"'{text}' is more than {MAX_SECONDS:,} seconds")
     return value
 
 

@@ -55,7 +55,7 @@ def test_emit_c_to_a_bad_output_path(gate, tmp_path, where):
         assert proc.stderr.startswith(f"nxc: error: cannot write '{target}'")
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "0", "-1", "soon", "1e20", "1000001"])
 @pytest.mark.parametrize("command", ["run", "test"])
 def test_timeout_must_be_positive_and_finite(gate, command, value):
     proc = _nxc(command, "--timeout", value, gate)

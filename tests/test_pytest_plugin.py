@@ -130,3 +130,13 @@ def test_a_stub_is_skipped_not_passed(pytester, monkeypatch):
     result = pytester.runpytest(*plugin_args(), "-o", "nx_collect=always", "-rs", "nx_gone.nx")
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*STUB: a stub written by 'nxc port --stubs'*"])
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "1e20"])
+def test_nx_timeout_must_be_positive_finite_and_bounded(gates, value):
+    # Before: nan passed the check (nan <= 0 is false) and 1e20 reached
+    # select() as an OverflowError inside the run.
+    result = gates.runpytest(*plugin_args(), "--nx-timeout", value)
+    assert result.ret != 0
+    out = result.stdout.str() + result.stderr.str()
+    assert "--nx-timeout must be a positive, finite number of seconds" in out and "Traceback" not in out

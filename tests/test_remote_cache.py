@@ -410,3 +410,19 @@ def test_what_is_shared():
                   "c/obj/pch-1/nx_runtime.h.gch", "c/toolchain/x.json", "parse/grammar-0123.pickle",
                   "results/.tmp-1", "c/obj/x.o.sum"):
         assert kind_of(local) is None, local
+
+
+@pytest.mark.parametrize("where", ["flag", "environment"])
+def test_a_remote_timeout_past_the_bound_is_refused(tree, tmp_path, where):
+    # Before: 1e20 s overflowed the socket's time_t (an OverflowError the
+    # remote swallowed as a fault: the cache silently not used).
+    env = _env(tmp_path / "a")
+    env["NXC_REMOTE_CACHE_KEY"] = "0123456789abcdef-shared"
+    argv = ["--remote-cache", "http://127.0.0.1:1/c"]
+    if where == "flag":
+        argv += ["--remote-cache-timeout", "1e20"]
+    else:
+        env["NXC_REMOTE_CACHE_TIMEOUT"] = "1e20"
+    p = subprocess.run([sys.executable, "-m", "nxc", "test", ".", *argv], cwd=tree, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "1,000,000" in p.stderr and "Traceback" not in p.stderr, p.stderr

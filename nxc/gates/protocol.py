@@ -46,6 +46,10 @@ RUN_MISMATCH, RUN_INTERNAL, RUN_TIMEOUT, RUN_SIGNAL_BASE = 5, 70, 124, 128
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_COMPILE_ERROR, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_NO_TESTS = EXIT_USAGE
 
+# The longest timeout a gate may be given (11.6 days): 1e20 s overflowed
+# select()'s time_t, a traceback instead of a message.
+MAX_TIMEOUT = 1_000_000
+
 
 @dataclass(frozen=True)
 class Site:

@@ -16,6 +16,7 @@ workers like any other test.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import warnings
@@ -24,6 +25,7 @@ import pytest
 
 from nxc.diagnostics import display_path
 from nxc.gates import collect, execute, partition, report
+from nxc.gates.protocol import MAX_TIMEOUT
 
 # The options of this session, kept where pytest keeps plugin state.
 OPTIONS_KEY = pytest.StashKey[execute.Options]()
@@ -68,8 +70,9 @@ def _options(config) -> execute.Options:
         timeout = float(config.getini("nx_timeout") or 60)
     if backend not in ("c", "py", "both"):
         raise pytest.UsageError(f"nx_backend must be c, py or both, not '{backend}'")
-    if timeout <= 0:
-        raise pytest.UsageError("--nx-timeout must be positive")
+    if not (math.isfinite(timeout) and 0 < timeout <= MAX_TIMEOUT):
+        raise pytest.UsageError(f"--nx-timeout must be a positive, finite number of seconds, at most "
+                                f"{MAX_TIMEOUT:,}, not {timeout}")
     return execute.Options(backends=("c", "py") if backend == "both" else (backend,), timeout=timeout,
                           opt=config.getoption("nx_opt") or "2", use_cache=not config.getoption("nx_no_cache"),
                           include=list(config.getoption("nx_include") or []), timeout_flag="--nx-timeout",

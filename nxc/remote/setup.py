@@ -23,6 +23,7 @@ URL_ENV = "NXC_REMOTE_CACHE"
 READONLY_ENV = "NXC_REMOTE_CACHE_READONLY"
 TIMEOUT_ENV = "NXC_REMOTE_CACHE_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0       # seconds: to connect, and again for a whole answer
+MAX_TIMEOUT = 1_000_000     # more overflows a socket's time_t (an OverflowError, not a message)
 
 
 class SetupError(ValueError):
@@ -38,8 +39,9 @@ def _timeout(value) -> float:
             value = float(text)
         except ValueError:
             raise SetupError(f"{TIMEOUT_ENV}='{text}' is not a number of seconds") from None
-    if not (math.isfinite(value) and value > 0):
-        raise SetupError(f"the remote cache timeout must be a positive, finite number of seconds, not {value}")
+    if not (math.isfinite(value) and 0 < value <= MAX_TIMEOUT):
+        raise SetupError(f"the remote cache timeout must be a positive, finite number of seconds, at most "
+                         f"{MAX_TIMEOUT:,}, not {value}")
     return float(value)
 
 
