@@ -463,3 +463,32 @@ def test_references_over_a_generated_tree_stay_small(tmp_path):
         assert rss_mb < 300, rss_mb
     finally:
         c.close()
+
+
+# ---------------------------------------------------------------- malformed input
+def test_a_request_whose_params_break_the_protocol_is_answered(ws):
+    # Before: pygls could not read a position with a negative line, logged a
+    # traceback and dropped the request: the editor waited for ever.
+    for method in ("textDocument/hover", "textDocument/definition", "textDocument/rename"):
+        with pytest.raises(LspError) as e:
+            req(ws, method, ws.uri, {"line": -1, "character": 0}, newName="x")
+        assert e.value.code == -32602 and method in e.value.message
+    assert req(ws, "textDocument/hover", ws.uri, at(MOD, "scale(2)")) is not None     # still serving
+
+
+def test_formatting_a_document_neither_open_nor_on_disk_is_nothing(ws):
+    # Before: an internal error (-32603, FileNotFoundError).
+    for uri in ("file:///nonexistent/x.nx", "untitled:Untitled-1"):
+        assert ws.request("textDocument/formatting", {"textDocument": {"uri": uri},
+                                                      "options": {"tabSize": 4, "insertSpaces": True}}) is None
+
+
+def test_the_fuzzer_finds_every_request_answered_and_no_traceback(tmp_path):
+    """bench/lsp_fuzz.py, bounded: random edits and requests, many malformed;
+    every request answered, never an internal error, no traceback in the log."""
+    import subprocess
+    import sys
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "lsp_fuzz.py")
+    done = subprocess.run([sys.executable, bench, "--seeds", "2", "--steps", "250"], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.count(": ok") == 2, done.stdout + done.stderr

@@ -38,6 +38,7 @@ from urllib.parse import quote, unquote
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import LanguageServerProtocol, lsp_method
 from pygls.uris import from_fs_path, to_fs_path
 
@@ -90,6 +91,25 @@ class Doc:
 
 
 class _Protocol(LanguageServerProtocol):
+    def structure_message(self, data):
+        # pygls drops a request whose params it cannot read (a position with
+        # a negative line, a string where a number goes): logged, never
+        # answered, and the client waits for the answer forever. It is
+        # answered here with the error, and the message goes no further.
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams:
+            if not (isinstance(data, dict) and "id" in data and isinstance(data.get("method"), str)):
+                raise
+            said = f"{data['method']}: the params do not follow the protocol"
+            log.warning("%s (answered with that error)", said)
+            self._send_response(data["id"], None, lsp.ResponseError(code=JsonRpcInvalidParams.CODE, message=said))
+            return _ANSWERED
+
+    def handle_message(self, message):
+        if message is not _ANSWERED:
+            super().handle_message(message)
+
     def _handle_request(self, msg_id, method_name, params):
         if self._workspace is None and method_name != lsp.INITIALIZE:
             self._send_response(msg_id, None, lsp.ResponseError(
@@ -107,6 +127,27 @@ class _Protocol(LanguageServerProtocol):
                         params.text_document.version, held.version)
             return
         yield from super().lsp_text_document__did_change(params)
+
+
+_ANSWERED = object()        # a request answered with an error as it was read (_Protocol.structure_message)
+
+
+class _QuietRefusals(logging.Filter):
+    """pygls logs every error a handler raises with its traceback, and a
+    message it cannot read with the traceback in the text. A refusal the user
+    reads in the editor (rename: "there is no name to rename here") and params
+    that do not follow the protocol are one line in the log, not a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, lsp_rename.RequestFailed):
+            record.msg, record.args, record.exc_info, record.exc_text = f"refused: {exc}", (), None, None
+        elif isinstance(exc, JsonRpcInvalidParams):        # a notification's (no answer to give)
+            record.msg, record.args, record.exc_info, record.exc_text = (
+                "a notification whose params do not follow the protocol: ignored", (), None, None)
+        elif isinstance(record.msg, str) and record.msg.startswith("Unable to deserialize message"):
+            return False        # said once, above or by structure_message
+        return True
 
 
 def _unquoted(uri: str) -> str:
@@ -541,8 +582,11 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):
         uri = params.text_document.uri
-        text = ls.workspace.get_text_document(uri).source
-        return F.format_edits(ls.doc_path(uri), text)
+        doc = ls.docs.get(uri)
+        path = ls.doc_path(uri)
+        # Not open: the file as it is on disk; neither open nor readable: nothing to format.
+        text = ls.text(doc) if doc is not None else read_text(path, None)
+        return None if text is None else F.format_edits(path, text)
 
     return server
 
@@ -552,6 +596,8 @@ def serve(include: list[str] | None = None) -> int:
     """Run the server on stdin/stdout until the client says exit; 1 when
     it said exit without a shutdown first (LSP)."""
     logging.basicConfig(level=logging.WARNING, format="nxc lsp: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_QuietRefusals())
     server = create_server(include)
     server.start_io()
     server.pool.shutdown(wait=False, cancel_futures=True)
