@@ -177,7 +177,8 @@ def main() -> int:
             return 1
         again = run()
         if outcome(*again) != expected:
-            print(f"a second undamaged run differs:\n{again[1]}")
+            print(f"a second undamaged run differs: {sorted(outcome(*again)[1] ^ expected[1])}, exit {again[0]} "
+                  f"and {first[0]}:\n{again[1]}\nthe first:\n{first[1]}")
             return 1
         # What is damaged: the local cache, or the server's entries (each case then from an empty local cache).
         damaged = server.data if server is not None else cache
