@@ -33,6 +33,7 @@ import os
 from nxc.cache import (cache_dir, configured_dir, mark_used, prune_due, prune_least_recent, read_bytes,
                        read_sealed_json, scaled_bound, seal, unseal, write_atomically, write_sealed_json)
 from nxc.incremental import inputs
+from nxc.syntax.scan import KINDS      # a unit's kinds: what a pass may be of
 
 # Passing results kept; past it the least recently used go.
 MAX_RESULTS = 8192
@@ -94,7 +95,7 @@ def unit_pass(key: str, pack: "Pack | None" = None) -> tuple[dict | None, str]:
 def _usable_pass(data: dict | None, key: str) -> tuple[dict | None, str]:
     if data is None:
         return None, f"no pass recorded under unit key {key[:12]}"
-    if not (data.get("kind") in ("gate", "library", "stub")
+    if not (data.get("kind") in KINDS
             and isinstance(data.get("warnings"), list) and all(isinstance(w, str) for w in data["warnings"])):
         return None, "the recorded entry is not a unit pass"
     if data["warnings"] and data.get("cwd") != os.getcwd():
@@ -149,7 +150,7 @@ class Pack:
         passes = {}
         for key, taken in self.asked.items():
             data = taken if taken is not None else _read(key)
-            if data is not None and data.get("kind") in ("gate", "library", "stub"):
+            if data is not None and data.get("kind") in KINDS:
                 passes[key] = data
         if passes == self.held:
             return False
