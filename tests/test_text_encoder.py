@@ -2,6 +2,7 @@
 trained tokenizer and a Qwen3-style chat template; and the KV cache sized to what is asked."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -140,3 +141,15 @@ def test_generate_is_capped_by_the_context(model_file):
     with pytest.raises(qwen3.Qwen3Error, match="exceed the context length"):
         m.generate([1, 2, 3], ctx)
     assert len(m.generate([1, 2, 3], 2)) == 2
+
+
+def test_a_damaged_gguf_file_is_one_error_line_or_still_encodes(tmp_path):
+    """bench/gguf_damage.py --quick: the header's bytes flipped and the file cut
+    short; each encode either works or says one `error:` line (never a
+    traceback, a signal, a hang or a fault inside the .nx reader)."""
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "gguf_damage.py")
+    done = subprocess.run([sys.executable, bench, "--quick", "--keep", str(tmp_path)], capture_output=True,
+                          text=True, timeout=1200)
+    assert done.returncode == 0 and "12 damaged files" in done.stdout and ", 0 wrong" in done.stdout, \
+        done.stdout + done.stderr
+    assert "one-line error" in done.stdout          # most of them are refused, each in one line
