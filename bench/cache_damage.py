@@ -22,13 +22,16 @@ middle), truncate (to half), empty, garbage (two bytes that are not UTF-8
 put in front).
 
 --quick: one file of each kind of entry (names with their hex keys folded),
-one damage each (taken in turn), and only the --rerun run: the bounded
-version the suite runs (tests/test_cache_damage.py).
+flipped and with garbage in front (the damages that leave a file there but
+wrong: what found this bench's defects), and only the --rerun run: the
+bounded version the suite runs (tests/test_cache_damage.py).
 
 --remote: the entries damaged are those of a shared cache (nginx with
 WebDAV, as tests/remote_servers.py starts it) that the first run filled;
-each case then runs from an empty local cache, as a second CI machine does. Exit status 1 when any
-case differs; each one is printed with the end of its output.
+each case then runs from an empty local cache, as a second CI machine does.
+
+Exit status 1 when any case differs; each one is printed with the end of
+its output.
 """
 from __future__ import annotations
 
@@ -125,13 +128,16 @@ def kind_of(rel: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one file per kind, one damage each, one run")
+    ap.add_argument("--quick", action="store_true", help="one file per kind, flipped and with garbage, one run")
     ap.add_argument("--remote", action="store_true",
                     help="damage the entries of a shared cache (nginx, WebDAV) instead, each case from an "
                          "empty local cache")
-    ap.add_argument("--damage", nargs="+", choices=DAMAGES, default=list(DAMAGES))
+    ap.add_argument("--damage", nargs="+", choices=DAMAGES, default=None,
+                    help="which damages (default: all five; with --quick: flip and garbage)")
     ap.add_argument("--keep", help="work in this folder (kept) instead of a temporary one")
     args = ap.parse_args()
+    if args.damage is None:
+        args.damage = ["flip", "garbage"] if args.quick else list(DAMAGES)
     work = args.keep or tempfile.mkdtemp(prefix="nxc-cache-damage-")
     os.makedirs(work, exist_ok=True)
     tree, cache, warm = (os.path.join(work, n) for n in ("tree", "cache", "warm"))
@@ -191,7 +197,7 @@ def main() -> int:
             by_kind: dict[str, str] = {}
             for rel in files:
                 by_kind.setdefault(kind_of(rel), rel)
-            cases = [(rel, args.damage[k % len(args.damage)]) for k, rel in enumerate(sorted(by_kind.values()))]
+            cases = [(rel, how) for rel in sorted(by_kind.values()) for how in args.damage]
             runs = [("--rerun",)]
         bad = 0
         for rel, how in cases:

@@ -4,12 +4,13 @@ The bounded version of `bench/cache_damage.py` (the whole sweep: every file
 of a warm cache, five kinds of damage, three runs each): one file of each
 kind of entry (objects, their stamps and site tables, libraries, records,
 verdicts, parsed modules, results, the pack, the module index, the toolchain
-memos, the secret key, ...), one damage each, and a `--rerun` run on both
-backends. Each must give every item the outcome of the undamaged run, the
-same exit code, the fault still located, and no traceback. Before, a damaged
-linker memo made every C gate an ERROR, and a compiler identity memo that
-was not UTF-8 a traceback (tests/test_c_build_overhead.py); a damaged site
-table an ERROR (tests/test_hardening_cache.py).
+memos, the secret key, ...), flipped and with non-UTF-8 bytes in front, and
+a `--rerun` run on both backends. Each must give every item the outcome of
+the undamaged run, the same exit code, the fault still located, and no
+traceback. Before, a damaged linker memo made every C gate an ERROR, and a
+compiler identity memo that was not UTF-8 a traceback (this test found both
+on the code before 9bad37f; tests/test_c_build_overhead.py pins them); a
+damaged site table an ERROR (tests/test_hardening_cache.py).
 """
 from __future__ import annotations
 
