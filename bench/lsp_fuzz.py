@@ -23,7 +23,6 @@ import os
 import random
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -51,10 +50,7 @@ def fuzz(seed: int, steps: int, folder: Path) -> list[str]:
     rnd = random.Random(seed)
     (folder / "lib.nx").write_text("struct P { x: i64, y: i64 }\nconst K: i64 = 3\n"
                                    "func lib_one(p: *P) -> i64 { return p.x + K }\n")
-    client = LspClient(["lsp"], cwd=str(folder), timeout=30)
-    log: list[bytes] = []
-    # Read as it comes, as an editor does: a full pipe would stop the server in its next log line.
-    threading.Thread(target=lambda: log.extend(client.proc.stderr), daemon=True).start()
+    client = LspClient(["lsp"], cwd=str(folder), timeout=30)      # reads the server's log as it comes
     problems: list[str] = []
     uri = (folder / "doc.nx").as_uri()
 
@@ -110,7 +106,7 @@ def fuzz(seed: int, steps: int, folder: Path) -> list[str]:
             client.proc.kill()
         client.proc.wait()
     time.sleep(0.2)         # the reader thread's last lines
-    said = b"".join(log).decode(errors="replace")
+    said = client.stderr_text()
     if "Traceback" in said:
         at = said.index("Traceback")
         problems.append("a traceback in the log:\n" + said[max(0, at - 200):at + 2000])

@@ -35,6 +35,10 @@ class LspClient:
         self.server_requests: queue.Queue = queue.Queue()     # requests the server sent (answered null)
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
+        # The server's log, read as it comes, as an editor reads it: left
+        # unread, a full pipe (64 KiB) would stop the server at its next line.
+        self.log: list[bytes] = []
+        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
 
     # ---- wire ----
     def _send(self, *messages: dict) -> None:
@@ -153,6 +157,8 @@ class LspClient:
                 self.proc.wait()
 
     def _stderr_so_far(self) -> str:
-        if self.proc.poll() is None:
-            return "(still running)"
-        return self.proc.stderr.read().decode(errors="replace")[-2000:]
+        return ("" if self.proc.poll() is not None else "(still running) ") + self.stderr_text()[-2000:]
+
+    def stderr_text(self) -> str:
+        """What the server logged so far."""
+        return b"".join(self.log).decode(errors="replace")
