@@ -81,12 +81,9 @@ def _add_remote(p):
                         "$NXC_REMOTE_CACHE_TIMEOUT); after one fault it is not used for the rest of the run")
 
 
-MAX_SECONDS = MAX_TIMEOUT
-
-
 def seconds(text: str) -> float:
     """An argparse type: a positive, finite number of seconds, at most
-    MAX_SECONDS (nan, inf and huge values would reach select() and time
+    MAX_TIMEOUT (nan, inf and huge values would reach select() and time
     arithmetic as tracebacks)."""
     try:
         value = float(text)
@@ -94,8 +91,8 @@ def seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a positive, finite number of seconds")
-    if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"'{text}' is more than {MAX_SECONDS:,} seconds")
+    if value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"'{text}' is more than {MAX_TIMEOUT:,} seconds")
     return value
 
 

@@ -23,7 +23,10 @@ URL_ENV = "NXC_REMOTE_CACHE"
 READONLY_ENV = "NXC_REMOTE_CACHE_READONLY"
 TIMEOUT_ENV = "NXC_REMOTE_CACHE_TIMEOUT"
 DEFAULT_TIMEOUT = 5.0       # seconds: to connect, and again for a whole answer
-MAX_TIMEOUT = 1_000_000     # more overflows a socket's time_t (an OverflowError, not a message)
+# More overflows a socket's time_t (an OverflowError, not a message). The
+# bound nxc/gates/protocol.py sets for gates, written again: remote/ sits
+# below gates/ in the stage order and cannot import it.
+MAX_TIMEOUT = 1_000_000
 
 
 class SetupError(ValueError):

@@ -186,6 +186,12 @@ class NxLanguageServer(LanguageServer):
     def text(self, doc: Doc) -> str:
         return self.workspace.get_text_document(doc.uri).source
 
+    def text_at(self, uri: str) -> str | None:
+        """The text of the document `uri`: the editor's if it is open, else
+        the file's as it is on disk; None when neither (not there, unreadable)."""
+        doc = self.docs.get(uri)
+        return self.text(doc) if doc is not None else read_text(self.doc_path(uri), None)
+
     def overlay(self) -> dict[str, str]:
         """The open documents' texts, by analysis path: they win over the files."""
         return {d.path: self.text(d) for d in self.docs.values()}
@@ -562,8 +568,7 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     async def code_action(ls: NxLanguageServer, params: lsp.CodeActionParams):
         uri = params.text_document.uri
         path = ls.doc_path(uri)
-        doc = ls.docs.get(uri)
-        text = ls.text(doc) if doc is not None else (read_text(path, None) or "")
+        text = ls.text_at(uri) or ""
         folders = [os.path.dirname(path), *search_path(ls.include)]
         overlay = ls.overlay()
         actions = F.did_you_mean_fixes(params.context.diagnostics)
@@ -582,11 +587,8 @@ def create_server(include: list[str] | None = None) -> NxLanguageServer:
     @server.feature(lsp.TEXT_DOCUMENT_FORMATTING)
     def formatting(ls: NxLanguageServer, params: lsp.DocumentFormattingParams):
         uri = params.text_document.uri
-        doc = ls.docs.get(uri)
-        path = ls.doc_path(uri)
-        # Not open: the file as it is on disk; neither open nor readable: nothing to format.
-        text = ls.text(doc) if doc is not None else read_text(path, None)
-        return None if text is None else F.format_edits(path, text)
+        text = ls.text_at(uri)
+        return None if text is None else F.format_edits(ls.doc_path(uri), text)       # neither open nor on disk
 
     return server
 
