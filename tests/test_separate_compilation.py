@@ -222,12 +222,12 @@ def test_pruning_removes_old_objects_with_their_site_tables_and_locks(monkeypatc
     assert sorted(n for n in left if n.startswith(tuple(kept))) == left  # nothing of a pruned object stays
 
 
-def test_the_closure_digest_is_a_parameter(tree, write_nx):
+def test_the_closure_parts_are_a_parameter(tree, write_nx):
     # the conservative digest (imports' whole text): a body edit of the leaf recompiles its importers too
     _, top = tree
     keys = lambda: {os.path.basename(u.module.source.path): u.key                     # noqa: E731
                     for u in LinkedC(program(top), checked=True,
-                                     closure_digest=objects.closure_source_digest).units}
+                                     closure_parts=objects.closure_source_parts).units}
     before = keys()
     write_nx(LEAF.replace("s = s + p[i]", "s = s + p[i] + 0"), "leaf.nx")
     after = keys()

@@ -274,7 +274,7 @@ def test_a_run_keeps_each_closure_order_once_computed(tmp_path, monkeypatch):
 
 def _keys(program, config: str, way=None) -> dict[str, str]:
     from nxc.backend.c.objects import LinkedC
-    linked = LinkedC(program, checked=True, closure_digest=way)
+    linked = LinkedC(program, checked=True, closure_parts=way)
     return {m.source.path: linked.key_of(m, config) for m in program.graph.modules}
 
 
@@ -288,12 +288,12 @@ def test_a_run_keeps_each_object_key_by_module_closure_digest_and_configuration(
     from nxc.incremental import keys
     top = _diamond_with_cycle(tmp_path)
     fresh = _keys(check_file(top), "cfg")
-    fresh_sources = _keys(check_file(top), "cfg", objects.closure_source_digest)
+    fresh_sources = _keys(check_file(top), "cfg", objects.closure_source_parts)
     assert keys._RUN_OBJECT_KEYS == {}                  # noqa: SLF001  outside a worker: nothing kept
     _one_run(monkeypatch)
     digests = []
-    real_digest = objects.LinkedC.closure_interface_digest
-    monkeypatch.setattr(objects.LinkedC, "closure_interface_digest",
+    real_digest = objects.LinkedC.closure_interface_parts
+    monkeypatch.setattr(objects.LinkedC, "closure_interface_parts",
                         lambda self, closure: digests.append(1) or real_digest(self, closure))
     assert _keys(check_file(top), "cfg") == fresh
     assert len(digests) == 5
@@ -301,7 +301,7 @@ def test_a_run_keeps_each_object_key_by_module_closure_digest_and_configuration(
     assert len(digests) == 5
     other = _keys(check_file(top), "cfg2")
     assert len(digests) == 10 and not set(other.values()) & set(fresh.values())
-    assert _keys(check_file(top), "cfg", objects.closure_source_digest) == fresh_sources != fresh
+    assert _keys(check_file(top), "cfg", objects.closure_source_parts) == fresh_sources != fresh
     c = os.path.join(str(tmp_path), "c.nx")
     with open(c, "a", encoding="utf-8") as f:
         f.write("func fc2() -> i64 { return 5; }\n")
@@ -495,7 +495,7 @@ def test_a_record_is_kept_once_read(tmp_path, monkeypatch):
     cache.forget_verified()
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "a"))
     key = "k" * 32
-    records.write_record(key, RECORD)
+    records.write_records([(key, RECORD)])
     assert records.read_record(key) == RECORD
     path = os.path.join(str(tmp_path / "a"), "c", "records", key + ".json")
     os.remove(path)
@@ -503,7 +503,7 @@ def test_a_record_is_kept_once_read(tmp_path, monkeypatch):
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "b"))
     assert records.read_record(key) is None             # kept by path: another cache has none
     monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / "a"))
-    records.write_record(key, dict(RECORD, interface="d2"))
+    records.write_records([(key, dict(RECORD, interface="d2"))])
     assert records.read_record(key)["interface"] == "d2"    # a write is read afresh
     cache.forget_verified()
     os.remove(path)
@@ -526,7 +526,7 @@ def test_a_run_keeps_the_records_it_writes_past_the_default_bound(tmp_path, monk
     for run in ("old", "new"):
         for m in range(3):
             key = f"{run}{m}".ljust(32, "k")
-            records.write_record(key, RECORD)
+            records.write_records([(key, RECORD)])
             records.write_gate_record(key, gate)
             if run == "old":
                 for name in (key, "g-" + key):

@@ -36,6 +36,7 @@ from nxc.cache import cache_dir, ends_with_its_run, read_bytes, scaled_bound, se
 from nxc.deep import gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.incremental.keys import file_signature, settled, source_digest
+from nxc.orders import merged_orders
 from nxc.syntax.scan import KINDS, text_kind
 
 if TYPE_CHECKING:                   # the no-change path never parses: not imported for it (8 ms)
@@ -399,21 +400,6 @@ class ClosureMemo:
         """Keep `answer` for `path` (as `kept` finds it); nothing outside a run."""
         if numbers is not None:
             self._answers[(numbers[path], *more)] = answer
-
-
-def merged_orders(orders: list[list], key=lambda item: item) -> list:
-    """A module's depth-first closure order, without the module itself, from
-    its imports' own orders in import order: once the walk is done with an
-    import, everything that import reaches has been met, so each next import
-    adds exactly the modules of its order not met yet, in that order."""
-    out, seen = [], set()
-    for sub in orders:
-        for item in sub:
-            k = key(item)
-            if k not in seen:
-                seen.add(k)
-                out.append(item)
-    return out
 
 
 def bottom_cycle(waiting: list[str], imported: dict[str, set[str]], known) -> list[str]:

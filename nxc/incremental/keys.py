@@ -48,7 +48,7 @@ from functools import lru_cache
 from typing import Callable
 
 from nxc import __version__
-from nxc.cache import file_digest, folders_digest, kept_for_the_run, parts_digest, scaled_bound
+from nxc.cache import ends_with_its_run, file_digest, folders_digest, kept_for_the_run, parts_digest, scaled_bound
 
 # ---------------------------------------------------------------- nxc's own code
 # scope -> (folders under the package, whether the runtime and grammar count,
@@ -216,23 +216,37 @@ def interfaces_digest(interface_digests) -> str:
 _INTERFACES: dict[tuple, str] = {}
 
 
-def object_key(module_source_digest: str, closure_digest: str, config: str) -> str:
+def object_key(module_source_digest: str, imports_digest: str, config: str) -> str:
     """The one key of a module's object: its source, the interfaces of its
-    import closure (`closure_digest`: a parameter, so that a better digest of
+    import closure (`imports_digest`: a parameter, so that a better digest of
     the imports' interfaces can be swapped in), the build configuration."""
-    return parts_digest("object", module_source_digest, closure_digest, config)[:32]
+    return parts_digest("object", module_source_digest, imports_digest, config)[:32]
 
 
-def object_key_in_run(module, way, config: str, compute: Callable[[], str]) -> str:
-    """compute(): `module`'s object key under `config`, its closure digested
-    `way`. In a worker that ends with its run (cache.ends_with_its_run) it is
-    kept by the module's AST object: the loader keeps one per module and run,
-    and the other inputs, the interface digests of its closure, are each the
-    digest recorded under that module's own key, the same in every gate of
-    the run. Not beyond it: an unchanged module is the same AST object in the
-    next run too (the parse cache), whose imports may have changed. A gate of
-    a 1,600-module tree asked for some 150 keys, each over its module's closure."""
-    return kept_for_the_run(_RUN_OBJECT_KEYS, (module, way, config), compute, _DIGESTS_MIN)
+def object_key_of(module, way, config: str, import_digests) -> str:
+    """`module`'s object key under `config` (object_key): its source, and
+    `import_digests`, the digests of what its C takes from each import, in
+    import-closure order, computed `way` (the caller gathers them: this
+    layer is handed data, it does not call back into the backend). In a
+    worker that ends with its run (cache.ends_with_its_run) the key is kept
+    by the module's AST object for kept_object_key: the loader keeps one per
+    module and run, and the import digests are each the digest recorded
+    under that module's own key, the same in every gate of the run. Not
+    beyond it: an unchanged module is the same AST object in the next run too
+    (the parse cache), whose imports may have changed."""
+    key = object_key(source_key_digest(module.source.path, source_digest(module.source.text)),
+                     interfaces_digest(import_digests), config)
+    if ends_with_its_run():
+        _bounded_put(_RUN_OBJECT_KEYS, (module, way, config), key)
+    return key
+
+
+def kept_object_key(module, way, config: str) -> str | None:
+    """The key object_key_of gave `module` under `config` with its imports
+    digested `way`, earlier in this run; None if there is none (or the
+    process outlives its run). A gate of a 1,600-module tree asks for some
+    150 keys, each over its module's closure."""
+    return _RUN_OBJECT_KEYS.get((module, way, config)) if ends_with_its_run() else None
 
 
 _RUN_OBJECT_KEYS: dict[tuple, str] = {}     # (module, way, config) -> key: the module held, by identity

@@ -1,7 +1,7 @@
 """The records of nxc's incremental layer: facts kept under a key, read back
 instead of being worked out again.
 
-- Object records (`read_record`/`write_record`, under a module's object key,
+- Object records (`read_record`/`write_records`, under a module's object key,
   nxc/incremental/keys.py object_key): what importers need of a module whose
   bodies a gate's worker does not check (its interface digest, its functions'
   effects, which of them importers copy). Written whenever the module's bodies
@@ -55,14 +55,18 @@ def _is_record(data) -> bool:
                     for k in RECORD_LISTS))
 
 
-def write_record(key: str, record: dict) -> None:
-    path = os.path.join(_records_dir(), key + ".json")
-    forget_kept(path)
-    try:
-        write_sealed_json(path, "records/" + key, record, sort_keys=True)
-    except OSError:
-        return                      # a read-only or full cache: the module is checked again next time
-    _pruned_records()
+def write_records(records: list[tuple[str, dict]]) -> None:
+    """Keep each (object key, record): a gate's link plan hands over all of
+    its new records at once, when its planning is done."""
+    for key, record in records:
+        path = os.path.join(_records_dir(), key + ".json")
+        forget_kept(path)
+        try:
+            write_sealed_json(path, "records/" + key, record, sort_keys=True)
+        except OSError:
+            return                  # a read-only or full cache: the modules are checked again next time
+    if records:
+        _pruned_records()
 
 
 def read_gate_record(root_key: str) -> dict | None:

@@ -10,11 +10,16 @@ its imports, imports in the order the module lists them. (The graph's
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 
 from nxc.check.program import SOFT_F32_MODULE, Program
-from nxc.incremental.index import merged_orders
 from nxc.syntax import ast
 from nxc.cache import ends_with_its_run
+from nxc.orders import merged_orders
+
+
+# A module's identity in an order: its real path.
+_PATH = attrgetter("source.path")
 
 
 def _imports_of(graph, module: ast.Module, by_path: dict) -> list[ast.Module]:
@@ -90,7 +95,7 @@ class _Closures:
         subs = [self.raw.get(dep.source.path) for dep in _imports_of(self.graph, module, self.by_path)]
         if None in subs:
             return None
-        order = merged_orders(subs, key=lambda m: m.source.path)
+        order = merged_orders(subs, key=_PATH)
         if any(m.source.path == module.source.path for m in order):
             return None
         return order + [module]

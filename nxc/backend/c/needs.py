@@ -18,7 +18,8 @@ What is asked, in this order (a generator, `_steps`, each `yield` one question):
    record under key(M) (kept when M's bodies were last checked with that key:
    the same whether or not M was checked here), or, for a module without a
    record (its bodies checked first if they were not: asked), interface_text's,
-   which is then recorded. A module whose imports' digests are not all known
+   which is then recorded (the new records are written together once every
+   interface is known). A module whose imports' digests are not all known
    yet waits for the next round. The records found for modules not checked
    here are handed to the program before any digest is computed from it (an
    effect of a checked body depends on its callees'), and at the end.
@@ -42,7 +43,7 @@ from nxc.backend.c.objects import LinkedC, awaited_object, library_path, record_
 from nxc.backend.c.units import interface_text
 from nxc.cache import parts_digest, present, stamped
 from nxc.incremental.index import bottom_cycle
-from nxc.incremental.records import read_record, write_record
+from nxc.incremental.records import read_record, write_records
 
 
 class LinkPlanner(BodyPlan):
@@ -87,11 +88,15 @@ class LinkPlanner(BodyPlan):
 
     # ---- the questions ----
     def _questions(self):
-        yield from self._interfaces()
+        new_records: list[tuple[str, dict]] = []
+        yield from self._interfaces(new_records)
+        # Written together once the interfaces are all known (a later
+        # module's key reads none of them: each record is its own module's).
+        write_records(new_records)
         self.linked.walked = True
         yield from self._bodies_to_emit()
 
-    def _interfaces(self):
+    def _interfaces(self, new_records: list):
         linked = self.linked
         config = linked.config()
         program = linked.program
@@ -131,7 +136,7 @@ class LinkPlanner(BodyPlan):
             facts = linked.facts()
             for m, key in ready + missing:
                 digest = linked.interfaces[m.source.path] = parts_digest(m.source.path, interface_text(facts, m))
-                write_record(key, record_of(facts, m, digest))
+                new_records.append((key, record_of(facts, m, digest)))
             if cycle:
                 # Modules that import each other: each one's key needs the
                 # others' interface digests, so none can be looked up in the
@@ -141,8 +146,8 @@ class LinkPlanner(BodyPlan):
                 # their records written for the gates that import the cycle.
                 for m in cycle:
                     linked.interfaces[m.source.path] = parts_digest(m.source.path, interface_text(facts, m))
-                for m in cycle:
-                    write_record(linked.key_of(m, config), record_of(facts, m, linked.interfaces[m.source.path]))
+                new_records.extend((linked.key_of(m, config), record_of(facts, m, linked.interfaces[m.source.path]))
+                                   for m in cycle)
                 later = [m for m in later if m.source.path not in linked.interfaces]
             pending = later
         if records:

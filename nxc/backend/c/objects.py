@@ -58,8 +58,7 @@ from nxc.backend.c.units import GATE_CDEF, LINK_CDEF, UnitC, UnknownCopies, emit
 from nxc.backend.base import BodiesNeeded
 from nxc.backend.emitter import CapturesMixin
 from nxc.deep import deep
-from nxc.incremental.keys import (code_digest, interfaces_digest, object_key, object_key_in_run, source_digest,
-                                  source_key_digest)
+from nxc.incremental.keys import code_digest, kept_object_key, object_key_of, source_digest, source_key_digest
 from nxc.incremental.records import RECORD_LISTS, write_gate_record
 from nxc.cache import (cache_dir, degrade_after, discard, found_whole_before, mark_used, note_found_whole,
                        parts_digest, present, prune_due, prune_least_recent, publish, read_sealed_json,
@@ -90,15 +89,10 @@ def build_config_text(checked: bool, opt: str, unbox_f32: bool = True) -> str:
                      "checked" if checked else "unchecked", "unbox" if unbox_f32 else "bits"])
 
 
-def module_source_digest(module) -> str:
-    """A module's own text and path (keys.source_key_digest), as the module
-    index gives it without reading the file (nxc/backend/c/recorded.py)."""
-    return source_key_digest(module.source.path, source_digest(module.source.text))
-
-
-def closure_source_digest(linked, closure) -> str:
-    """The conservative `closure_digest` for LinkedC: every import's text (any edit recompiles)."""
-    return _digest(*(module_source_digest(m) for m in closure[:-1]))
+def closure_source_parts(linked, closure) -> tuple:
+    """The conservative `closure_parts` for LinkedC: every import's own text
+    and path (keys.source_key_digest): any edit recompiles its importers."""
+    return tuple(source_key_digest(m.source.path, source_digest(m.source.text)) for m in closure[:-1])
 
 
 def link_key(object_keys: list[str], runtime_key: str, binding_text: str, opt: str) -> str:
@@ -144,14 +138,15 @@ class LinkedC(CapturesMixin):
     records it needs and hands each new program in (`advance`) until it
     needs nothing; from the first emitted unit on, `advance` refuses."""
 
-    def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_digest=None):
-        """closure_digest(linked, closure) -> str: the digest of what a module's
-        C takes from its imports (closure: its import closure, itself last).
-        Default: `closure_interface_digest` (their interfaces: interface_text of
-        the modules checked here, the records' digests for the others, found
-        by LinkPlanner); `closure_source_digest` is the conservative alternative."""
+    def __init__(self, program, checked: bool, opt: str = "2", unbox_f32: bool = True, closure_parts=None):
+        """closure_parts(linked, closure) -> tuple: the digests of what a
+        module's C takes from each of its imports (closure: its import closure,
+        itself last), which its object key covers. Default:
+        `closure_interface_parts` (their interfaces: interface_text of the
+        modules checked here, the records' digests for the others, found by
+        LinkPlanner); `closure_source_parts` is the conservative alternative."""
         self._program = program
-        self.closure_digest = closure_digest or LinkedC.closure_interface_digest
+        self.closure_parts = closure_parts or LinkedC.closure_interface_parts
         self.checked = checked
         self.unbox_f32 = unbox_f32
         self.opt = opt
@@ -200,10 +195,10 @@ class LinkedC(CapturesMixin):
                 module.source.path, interface_text(self.facts(), module))
         return d
 
-    def closure_interface_digest(self, closure) -> str:
+    def closure_interface_parts(self, closure) -> tuple:
         """The interfaces of every module `closure[-1]` imports (interface_text):
-        a body edit of a function that importers do not copy leaves it unchanged."""
-        return interfaces_digest(self.interface_digest(m) for m in closure[:-1])
+        a body edit of a function that importers do not copy leaves them unchanged."""
+        return tuple(self.interface_digest(m) for m in closure[:-1])
 
     def plan(self, opt: str | None = None):
         """(units, binding, runtime key, link key) for build configuration `opt`."""
@@ -260,8 +255,13 @@ class LinkedC(CapturesMixin):
         p = module.source.path
         key = self.keys.get(p)
         if key is None:
-            key = self.keys[p] = object_key_in_run(module, self.closure_digest, config, lambda: object_key(
-                module_source_digest(module), self.closure_digest(self, self.closure_of(module)), config))
+            # The parts are gathered here and handed over as data: the
+            # incremental layer computes the key without calling back.
+            key = kept_object_key(module, self.closure_parts, config)
+            if key is None:
+                parts = self.closure_parts(self, self.closure_of(module))
+                key = object_key_of(module, self.closure_parts, config, parts)
+            self.keys[p] = key
         return key
 
     def gate_record(self, root=None) -> tuple[str, dict]:
