@@ -17,7 +17,8 @@ import pytest
 from nxc.cache import cache_dir
 from nxc.check import reuse
 from nxc.check.frontend import check_file
-from nxc.check.summary import _check_front, check_gate, note_in_index
+from nxc.check.summary import _check_front, check_gate
+from nxc.incremental.index import note_modules
 from nxc.diagnostics import CompileError, Diagnostics
 
 LEAF = """
@@ -207,7 +208,7 @@ def test_the_index_is_loaded_again_only_when_a_gate_has_new_notes_or_another_pro
         # workers' notes itself, tests/test_plan.py)
         found = check_gate(top, [], Diagnostics())
         assert found is not None
-        note_in_index(found.notes)
+        note_modules(found.notes)
     check_and_note()
     assert loads and ModuleIndex.load().module(os.path.realpath(top)).get("interface")
     n = len(loads)

@@ -104,9 +104,9 @@ def test_a_check_hands_its_index_notes_to_the_runner_or_notes_them_itself(tmp_pa
     # gate (a tenth of a cold run's Python at 800 modules, more as the tree
     # grew); its notes now go back with its results (Options.notes_to_runner).
     from nxc.cache import forget_verified
-    from nxc.check import summary
     from nxc.gates.collect import Item, Unit
     from nxc.gates.execute import run_unit
+    from nxc.incremental import index as index_module
     from nxc.incremental.index import ModuleIndex, index_file
     tree = tmp_path / "t"
     tree.mkdir()
@@ -115,7 +115,7 @@ def test_a_check_hands_its_index_notes_to_the_runner_or_notes_them_itself(tmp_pa
     for to_runner in (True, False):
         monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / f"cache-{to_runner}"))
         forget_verified()
-        summary._noted.update(index=None, path=None, identity=None)
+        index_module._noted.update(index=None, path=None, identity=None)
         index = ModuleIndex()            # as the runner's planner leaves it: an entry per module
         for n in CHAIN:
             assert index.module(str(tree / n)) is not None

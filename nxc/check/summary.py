@@ -40,15 +40,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 
-from nxc.cache import file_identity
 from nxc.check.checker import Checker
 from nxc.check.program import SOFT_F32_MODULE, Program
 from nxc.check.reuse import DeclReuse
 from nxc.deep import deep
 from nxc.check.types import BoolType, FuncType, IntType, PointerType, StructType, Type, VoidType
 from nxc.diagnostics import CompileError, Diagnostics
-from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
-from nxc.incremental.records import Recorded, load_verdict, store_verdict
+from nxc.incremental.index import note_modules
+from nxc.incremental.records import Recorded, store_verdicts, verdicts_of
 from nxc.syntax import ast
 from nxc.syntax.loader import ModuleGraph
 from nxc.syntax.search import import_refusal, resolve_import
@@ -183,9 +182,12 @@ class Checked:
     bodies: "Bodies | None" = None      # check_gate: the bodies checked so far, and more on demand
     # check_gate: what the module index is to note of each module of the
     # closure, {real path: (source digest, interface digest, verdict key)}:
-    # the caller notes it (note_in_index), or hands it to whoever holds the
+    # the caller notes it (index.note_modules), or hands it to whoever holds the
     # index (`nxc test`'s runner: nxc/incremental/plan.py, note_checked).
     notes: dict = field(default_factory=dict)
+    # check_gate: the clean verdicts found, [(key, rendered warnings, interface
+    # digest)], for the caller to store (records.store_verdicts) once its gate is done
+    verdicts: list = field(default_factory=list)
 
 
 @deep
@@ -221,6 +223,7 @@ class _Front:
     todo: set
     warnings: list
     notes: dict             # Checked.notes
+    verdicts: list          # Checked.verdicts
 
 
 def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False,
@@ -240,24 +243,19 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
         raise
     if reuse:
         checker.remember_declarations(funcs)
-    texts = {m.source.path: source_digest(m.source.text) for m in graph.modules}
-    digests = {}
+    interfaces: dict[str, "str | dict"] = {}
     for m in graph.modules:
         p = m.source.path
         digest = checker.known_interface(p) if reuse else None
-        if digest is None:
-            digest = interface_digest(interface_of(checker, m))
-            if reuse:
-                checker.keep_interface(p, digest)
-        digests[p] = digest
+        interfaces[p] = digest if digest is not None else interface_of(checker, m)
     closures = module_closures(graph, include, soft_f32)
-    keys = {p: verdict_key_in_run(p, texts[p], closures[p], digests, soft_f32) for p in texts}
-    stored = {}
-    if use_verdicts:
-        for p, key in keys.items():
-            verdict = load_verdict(key)
-            if verdict is not None:
-                stored[p] = verdict
+    # Keys and verdicts in one call, from the data declared (texts, interfaces, closures)
+    found = verdicts_of({m.source.path: m.source.text for m in graph.modules}, interfaces, closures, soft_f32,
+                        use_verdicts)
+    texts, digests, keys, stored = found.texts, found.digests, found.keys, found.stored
+    if reuse:
+        for p in found.new_digests:
+            checker.keep_interface(p, digests[p])
     todo = {p for p in texts if p not in stored}
     if always_root:
         todo.add(graph.root.source.path)
@@ -274,11 +272,12 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
         else:
             new_warnings.setdefault(d.pos.file.path, []).append(d.render())
     complete = diags.show_warnings and not diags.dropped["warning"] and placed
+    verdicts = []                       # clean verdicts to store (_Front.verdicts)
     for p in todo:
         if p in stored and stored[p]["warnings"] == new_warnings.get(p, []):
             continue                    # the root of a gate, checked again: its verdict stands
         if complete and checker.uses.get(p, set()) <= closures[p]:
-            store_verdict(keys[p], new_warnings.get(p, []), digests[p])
+            verdicts.append((keys[p], new_warnings.get(p, []), digests[p]))
     warnings = []
     for m in graph.modules:
         p = m.source.path
@@ -287,12 +286,13 @@ def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool
     if not diags.show_warnings:
         warnings = []
     notes = {p: (texts[p], digests[p], keys[p]) for p in texts}
-    return _Front(graph, checker, funcs, program, closures, digests, stored, todo, warnings, notes)
+    return _Front(graph, checker, funcs, program, closures, digests, stored, todo, warnings, notes, verdicts)
 
 
 def _check_incremental(path, include, diags, soft_f32, use_verdicts) -> Checked:
     f = _check_front(path, include, diags, soft_f32, use_verdicts)
-    note_in_index(f.notes)
+    store_verdicts(f.verdicts)
+    note_modules(f.notes)
     order = [m.source.path for m in f.graph.modules]
     return Checked(f.program, f.warnings, [p for p in order if p in f.todo], [p for p in order if p in f.stored],
                    f.digests)
@@ -402,7 +402,8 @@ class Bodies:
 
 
 @deep
-def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> Checked | None:
+def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False,
+               keep: bool = True) -> Checked | None:
     """The front end of one gate in `nxc test`'s worker (nxc/gates/execute.py),
     C backend: declarations of the whole closure, the bodies of the root and
     of every module without a clean verdict (errors and warnings exactly as
@@ -413,45 +414,25 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     Raises CompileError. None when this cannot stand for check_file (a
     module's bodies used a name from outside its own closure, so more than its
     closure decides its C; too deeply nested): the caller checks the whole
-    program then."""
+    program then. keep: store the new clean verdicts now; False: the caller
+    stores Checked.verdicts (records.store_verdicts) when its gate is done,
+    as `nxc test`'s worker does with the rest of what it keeps."""
     from nxc.deep import gc_paused
     try:
         with gc_paused():
             f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True)
     except RecursionError:
         return None
+    if keep:
+        store_verdicts(f.verdicts)
+        f.verdicts = []
     if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
+        store_verdicts(f.verdicts)      # no Checked carries them to the caller
         return None
     bodies = Bodies(f)
     order = [m.source.path for m in f.graph.modules]
     return Checked(bodies.program, f.warnings, list(bodies.checked_order),
-                   [p for p in order if p not in f.todo], f.digests, bodies, f.notes)
-
-
-def note_in_index(notes: dict) -> None:
-    """The module index keeps each module's interface digest and verdict key
-    (nxc/incremental/index.py); notes: Checked.notes."""
-    from nxc.incremental.index import ModuleIndex, index_file
-    # A worker's gates note mostly what its earlier gates noted: while the
-    # index file is the very one this process last wrote or read (same
-    # identity: device, inode, size, mtime; no other process replaced it),
-    # the index this process holds is that file, so it is noted into and
-    # saved without loading it again (JSON of every module, each entry
-    # checked: a tenth of a cold gate's front end). Another writer changes
-    # the identity, and the index is loaded again.
-    try:
-        index, path = _noted["index"], index_file()
-        if index is None or _noted["path"] != path or _noted["identity"] != file_identity(path):
-            index = ModuleIndex.load()
-        for p, (text, interface, verdict) in notes.items():
-            index.note(p, text, interface=interface, verdict=verdict)
-        index.save()
-        _noted.update(index=index, path=path, identity=file_identity(path))
-    except OSError:             # a read-only or full cache: not noting costs speed only
-        _noted["index"] = None
-
-
-_noted: dict = {"index": None, "path": None, "identity": None}      # the index as this process last read or wrote it
+                   [p for p in order if p not in f.todo], f.digests, bodies, f.notes, f.verdicts)
 
 
 @deep

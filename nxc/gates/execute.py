@@ -139,9 +139,6 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
     try:
         unit_check = check_unit(unit, options)
         program, warnings, diags = unit_check.program, unit_check.warnings, unit_check.diags
-        if unit_check.notes and not options.notes_to_runner:
-            from nxc.check.summary import note_in_index
-            note_in_index(unit_check.notes)
     except CompileError as exc:
         # One module, one error: with --backend both it is one result standing
         # for both items, so it is printed and counted once.
@@ -207,10 +204,18 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
 
 
 def _with_notes(results: list[Result], unit_check: "UnitCheck", options: Options) -> list[Result]:
-    """`results`, the first one carrying the check's index notes to the runner
-    (Options.notes_to_runner)."""
-    if options.notes_to_runner and results:
-        results[0].index_notes = unit_check.notes
+    """`results`, once what the unit's check found is kept, last, in one
+    visit to the incremental layer: its clean verdicts stored, its module
+    index notes noted (or carried to the runner on the first result:
+    Options.notes_to_runner)."""
+    from nxc.incremental.index import note_modules
+    from nxc.incremental.records import store_verdicts
+    store_verdicts(unit_check.verdicts)
+    if options.notes_to_runner:
+        if results:
+            results[0].index_notes = unit_check.notes
+    elif unit_check.notes:
+        note_modules(unit_check.notes)
     return results
 
 
@@ -249,6 +254,7 @@ class UnitCheck:
     found: object = None                # C only: the partial check (check_gate) it was made final from
     options: object = None
     notes: dict = field(default_factory=dict)   # C only: what the module index is to note (Checked.notes)
+    verdicts: list = field(default_factory=list)    # C only: the clean verdicts to store (Checked.verdicts)
 
     def replan(self, also=frozenset()) -> None:
         """Ask the C backend again what it needs, from the program as checked now
@@ -282,12 +288,12 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
     include = list(options.include)
     if all(it.backend == "c" for it in unit.items):
         diags = Diagnostics(warnings=True)
-        found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32)
+        found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32, keep=False)
         if found is not None and not (found.warnings and options.warnings_as_errors):
             program, emitted = final_program(found, options)
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
             return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
-                             found, options, found.notes)
+                             found, options, found.notes, found.verdicts)
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
     return UnitCheck(program, [d.render() for d in diags.warnings], diags,

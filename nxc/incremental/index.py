@@ -32,7 +32,8 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from nxc.cache import cache_dir, ends_with_its_run, read_bytes, scaled_bound, seal, unseal, write_atomically
+from nxc.cache import (cache_dir, ends_with_its_run, file_identity, read_bytes, scaled_bound, seal, unseal,
+                       write_atomically)
 from nxc.deep import gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, SourceFile
 from nxc.incremental.keys import file_signature, settled, source_digest
@@ -297,6 +298,31 @@ class ModuleIndex:
             result = frozenset(seen)
         self._reached[key] = result
         return result
+
+
+def note_modules(notes: dict) -> None:
+    """Note in the module index each module's source digest, interface digest
+    and verdict key: notes, {real path: (those three)} (summary.Checked.notes)."""
+    # A worker's gates note mostly what its earlier gates noted: while the
+    # index file is the very one this process last wrote or read (same
+    # identity: device, inode, size, mtime; no other process replaced it),
+    # the index this process holds is that file, so it is noted into and
+    # saved without loading it again (JSON of every module, each entry
+    # checked: a tenth of a cold gate's front end). Another writer changes
+    # the identity, and the index is loaded again.
+    try:
+        index, path = _noted["index"], index_file()
+        if index is None or _noted["path"] != path or _noted["identity"] != file_identity(path):
+            index = ModuleIndex.load()
+        for p, (text, interface, verdict) in notes.items():
+            index.note(p, text, interface=interface, verdict=verdict)
+        index.save()
+        _noted.update(index=index, path=path, identity=file_identity(path))
+    except OSError:             # a read-only or full cache: not noting costs speed only
+        _noted["index"] = None
+
+
+_noted: dict = {"index": None, "path": None, "identity": None}      # the index as this process last read or wrote it
 
 
 def fresh_entries(paths) -> tuple[dict[str, dict | None], dict[str, int]]:

@@ -11,9 +11,11 @@ instead of being worked out again.
   object key): which modules a gate's link takes, in order, whether the root
   has a gate, the graph's module order: with the object records, a gate's
   link is planned without its front end (nxc/backend/c/recorded.py).
-- Verdicts (`load_verdict`/`store_verdict`, under keys.verdict_key): a
+- Verdicts (`verdicts_of`/`store_verdicts`, under keys.verdict_key): a
   module's bodies checked clean, with their rendered warnings and the
-  module's interface digest (nxc/check/summary.py).
+  module's interface digest (nxc/check/summary.py). The checker hands over
+  what it declared in one call and gets every key and verdict back: this
+  layer is given data and never calls back into the checker.
 
 Every entry is a sealed JSON file (nxc/cache.py: one this user's nxc did not
 write is no record), written atomically; a record that cannot be read is
@@ -27,6 +29,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
 from nxc.cache import (cache_dir, forget_kept, prune_due, prune_least_recent, read_keyed_json, read_sealed_json,
                        scaled_bound, write_sealed_json)
 
@@ -139,6 +142,47 @@ def load_verdict(key: str) -> dict | None:
 def _is_verdict(data) -> bool:
     return (isinstance(data, dict) and isinstance(data.get("warnings"), list)
             and all(isinstance(w, str) for w in data["warnings"]))
+
+
+@dataclass
+class Verdicts:
+    """What verdicts_of found for each module of a closure (by real path)."""
+    texts: dict[str, str]           # source digest (keys.source_digest)
+    digests: dict[str, str]         # interface digest
+    keys: dict[str, str]            # verdict key
+    stored: dict[str, dict]         # the clean verdicts found (load_verdict)
+    new_digests: list[str]          # the modules whose interface digest was computed here
+
+
+def verdicts_of(texts: dict[str, str], interfaces: dict[str, "str | dict"], closures: dict[str, set[str]],
+                soft_f32: bool, use_verdicts: bool = True) -> Verdicts:
+    """The keys and clean verdicts of a checked closure's modules, from what
+    the checker declared: texts, {real path: source text} in graph order;
+    interfaces, each module's interface digest where the checker kept it, else
+    its interface (summary.interface_of, digested here); closures, each one's
+    import closure. use_verdicts False: the keys only (nothing read)."""
+    digests, new = {}, []
+    for p, interface in interfaces.items():
+        if isinstance(interface, str):
+            digests[p] = interface
+        else:
+            digests[p] = interface_digest(interface)
+            new.append(p)
+    text_digests = {p: source_digest(text) for p, text in texts.items()}
+    keys = {p: verdict_key_in_run(p, text_digests[p], closures[p], digests, soft_f32) for p in texts}
+    stored = {}
+    if use_verdicts:
+        for p, key in keys.items():
+            verdict = load_verdict(key)
+            if verdict is not None:
+                stored[p] = verdict
+    return Verdicts(text_digests, digests, keys, stored, new)
+
+
+def store_verdicts(verdicts: list[tuple[str, list[str], str]]) -> None:
+    """Keep each clean verdict (key, rendered warnings, interface digest)."""
+    for key, warnings, interface in verdicts:
+        store_verdict(key, warnings, interface)
 
 
 def store_verdict(key: str, warnings: list[str], interface: str) -> None:
