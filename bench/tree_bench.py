@@ -286,7 +286,7 @@ def front_end_split(top: str, cache: str) -> dict:
     (the parse cache of `cache` is warm after the runs above)."""
     os.environ["NXC_CACHE_DIR"] = cache
     from nxc.check.checker import Checker
-    from nxc.check.frontend import load_graph
+    from nxc.syntax.loader import load_graph
     from nxc.diagnostics import Diagnostics
     best: dict = {}
     for round_ in range(3):

@@ -19,7 +19,7 @@ import pytest
 
 from nxc.check.summary import check_incremental, check_module, interface_of, ModuleChecker
 from nxc.incremental.keys import interface_digest
-from nxc.check.frontend import load_graph
+from nxc.syntax.loader import load_graph
 from nxc.diagnostics import CompileError, Diagnostics
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,14 +5,11 @@ them sees the same checked Program and the same diagnostics.
 """
 from __future__ import annotations
 
-import os
-
 from nxc.check.checker import check_program
-from nxc.check.program import SOFT_F32_MODULE, Program
+from nxc.check.program import Program
 from nxc.deep import deep, gc_paused
 from nxc.diagnostics import CompileError, Diagnostics, Pos
-from nxc.syntax.loader import ModuleGraph, load_program
-from nxc.syntax.search import resolve_import
+from nxc.syntax.loader import ModuleGraph, load_graph
 
 
 @deep
@@ -52,36 +49,9 @@ def _check_file(path, include, diags, soft_f32) -> Program:
         raise
 
 
-def load_graph(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> ModuleGraph:
-    """The import graph of `path` as the checker sees it (with --soft-f32, the
-    soft float32 module added). Raises CompileError."""
-    graph = load_program(path, include, diags)
-    if soft_f32:
-        _load_soft_f32(graph, path, include, diags)
-    return graph
-
-
 def add_import_notes(graph: ModuleGraph, diags: Diagnostics) -> None:
     """An error inside an imported module also says how it was reached."""
     for d in diags.items:
         chain = graph.chains.get(d.pos.file.path) if d.pos is not None else None
         for pos in reversed(chain or []):
             d.notes.append(Diagnostics.note(pos, "imported from here"))
-
-
-def _load_soft_f32(graph: ModuleGraph, path: str, include: list[str] | None,
-                   diags: Diagnostics) -> None:
-    """--soft-f32: add nx_f32_soft.nx to the graph, as if the root imported it
-    (same lookup: the root's folder, -I, NXPATH, then the bundled nx_src/)."""
-    found, _ = resolve_import(SOFT_F32_MODULE, os.path.dirname(os.path.realpath(path)), include)
-    if found is None:
-        diags.error(None, f"--soft-f32: cannot find {SOFT_F32_MODULE}")
-        diags.raise_if_errors()
-    have = {os.path.realpath(m.source.path) for m in graph.modules}
-    if os.path.realpath(found) in have:
-        return
-    soft = load_program(found, include, diags)
-    extra = [m for m in soft.modules if os.path.realpath(m.source.path) not in have]
-    graph.modules[:0] = extra               # dependencies before their users
-    for m in extra:
-        graph.chains.setdefault(m.source.path, [])

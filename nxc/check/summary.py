@@ -49,7 +49,7 @@ from nxc.diagnostics import CompileError, Diagnostics
 from nxc.incremental.index import note_modules
 from nxc.incremental.records import Recorded, store_verdicts, verdicts_of
 from nxc.syntax import ast
-from nxc.syntax.loader import ModuleGraph
+from nxc.syntax.loader import ModuleGraph, load_graph
 from nxc.syntax.search import import_refusal, resolve_import
 
 
@@ -227,14 +227,16 @@ class _Front:
 
 
 def _check_front(path, include, diags, soft_f32, use_verdicts, always_root: bool = False,
-                 reuse: bool = False) -> _Front:
+                 reuse: bool = False, graph: ModuleGraph | None = None) -> _Front:
     """Declarations of the whole closure, then the bodies of the modules
     without a clean verdict (and the root's too with `always_root`: a gate's
     worker needs them to emit its main); records the new clean verdicts.
     `reuse`: take the declarations and interface digests of modules kept by
-    earlier checks of this process where they stand (nxc/check/reuse.py)."""
-    from nxc.check.frontend import add_import_notes, load_graph
-    graph = load_graph(path, include, diags, soft_f32)
+    earlier checks of this process where they stand (nxc/check/reuse.py).
+    graph: `path`'s graph as syntax.loader.load_graph gave it (default: loaded here)."""
+    from nxc.check.frontend import add_import_notes
+    if graph is None:
+        graph = load_graph(path, include, diags, soft_f32)
     checker = (GateChecker if reuse else ModuleChecker)(graph, diags, soft_f32)
     try:
         funcs = checker.check_declarations()
@@ -403,7 +405,7 @@ class Bodies:
 
 @deep
 def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False,
-               keep: bool = True) -> Checked | None:
+               keep: bool = True, graph: ModuleGraph | None = None) -> Checked | None:
     """The front end of one gate in `nxc test`'s worker (nxc/gates/execute.py),
     C backend: declarations of the whole closure, the bodies of the root and
     of every module without a clean verdict (errors and warnings exactly as
@@ -416,11 +418,14 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
     closure decides its C; too deeply nested): the caller checks the whole
     program then. keep: store the new clean verdicts now; False: the caller
     stores Checked.verdicts (records.store_verdicts) when its gate is done,
-    as `nxc test`'s worker does with the rest of what it keeps."""
+    as `nxc test`'s worker does with the rest of what it keeps. graph: the
+    import graph, loaded by the caller (syntax.loader.load_graph); default:
+    loaded here."""
     from nxc.deep import gc_paused
     try:
         with gc_paused():
-            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True)
+            f = _check_front(path, include, diags, soft_f32, use_verdicts=True, always_root=True, reuse=True,
+                             graph=graph)
     except RecursionError:
         return None
     if keep:
@@ -442,7 +447,7 @@ def check_module(path: str, include: list[str] | None = None, diags: Diagnostics
     module only (`module`, a real path; default `path` itself): the Program
     holds that module's functions and their side tables, for an emitter of
     that one module. Raises CompileError."""
-    from nxc.check.frontend import add_import_notes, load_graph
+    from nxc.check.frontend import add_import_notes
     diags = diags or Diagnostics()
     graph = load_graph(path, include, diags, soft_f32)
     checker = Checker(graph, diags, soft_f32)

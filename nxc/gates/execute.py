@@ -284,11 +284,19 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
     CompileError."""
     from nxc.check.frontend import check_file
     from nxc.check.summary import check_gate
+    from nxc.deep import deep
     from nxc.diagnostics import Diagnostics
+    from nxc.syntax.loader import load_graph
     include = list(options.include)
     if all(it.backend == "c" for it in unit.items):
         diags = Diagnostics(warnings=True)
-        found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32, keep=False)
+        # Down the stages: the graph loaded, then checked, planned, built, run;
+        # what the check found is kept last (_with_notes).
+        try:
+            graph = deep(load_graph)(unit.path, include, diags, options.soft_f32)     # nxc/deep.py's stack
+        except RecursionError:
+            graph = None                # check_gate says it cannot stand for check_file, which says why
+        found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32, keep=False, graph=graph)
         if found is not None and not (found.warnings and options.warnings_as_errors):
             program, emitted = final_program(found, options)
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731

@@ -19,7 +19,7 @@ from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_l
 from nxc.syntax.parse import parse_source
 from nxc.cache import (cache_dir, ends_with_its_run, fetched, prune_due, prune_least_recent, scaled_bound, unseal,
                        write_sealed)
-from nxc.paths import digest_of_files, grammar_file
+from nxc.paths import SOFT_F32_MODULE, digest_of_files, grammar_file
 from nxc.syntax.search import import_refusal, resolve_import, search_path
 
 
@@ -277,6 +277,33 @@ def load_program(path: str, include: list[str] | None = None,
 
     diags.raise_if_errors()
     return ModuleGraph(by_path[root_path], order, chains, edges, include=list(include or ()))
+
+
+def load_graph(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> ModuleGraph:
+    """The import graph of `path` as the checker sees it (with --soft-f32, the
+    soft float32 module added). Raises CompileError."""
+    graph = load_program(path, include, diags)
+    if soft_f32:
+        _load_soft_f32(graph, path, include, diags)
+    return graph
+
+
+def _load_soft_f32(graph: ModuleGraph, path: str, include: list[str] | None,
+                   diags: Diagnostics) -> None:
+    """--soft-f32: add nx_f32_soft.nx to the graph, as if the root imported it
+    (same lookup: the root's folder, -I, NXPATH, then the bundled nx_src/)."""
+    found, _ = resolve_import(SOFT_F32_MODULE, os.path.dirname(os.path.realpath(path)), include)
+    if found is None:
+        diags.error(None, f"--soft-f32: cannot find {SOFT_F32_MODULE}")
+        diags.raise_if_errors()
+    have = {os.path.realpath(m.source.path) for m in graph.modules}
+    if os.path.realpath(found) in have:
+        return
+    soft = load_program(found, include, diags)
+    extra = [m for m in soft.modules if os.path.realpath(m.source.path) not in have]
+    graph.modules[:0] = extra               # dependencies before their users
+    for m in extra:
+        graph.chains.setdefault(m.source.path, [])
 
 
 def _add_chain_notes(d, chain: list[Pos]) -> None:
