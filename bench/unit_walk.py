@@ -6,7 +6,9 @@ A three-module tree is made in a temporary folder (leaf <- mid <- top, top
 a gate); its gate runs once untraced (verdicts, records, objects in a
 cache of its own), then the leaf's body is edited (a helper importers copy:
 its importers' objects change) and the top gate runs again through
-run_unit under sys.setprofile. (--cold: the traced run is the first one.)
+run_unit under sys.setprofile. (--cold: the traced run is the first one,
+after `warm_up`, as the runner calls it before it forks its workers.) A
+module imported on the way (its body run once per process) is not a step.
 
 Every call of a function of nxc/ is attributed to its module (nxc/...py).
 Printed:
@@ -84,6 +86,7 @@ class Walk:
         self.after_emitting = 0                     # checker calls once code was being written
         self.emitting = False
         self.stages: list[str] = []                 # the walk over the work stages, collapsed
+        self.importing = 0                          # modules being imported, nested
 
     def module(self, frame) -> str | None:
         path = frame.f_code.co_filename
@@ -100,9 +103,16 @@ class Walk:
     def __call__(self, frame, event, arg):
         if event == "return":
             if self.stack and self.stack[-1][0] is frame:
+                if frame.f_code.co_name == "<module>":
+                    self.importing -= 1
                 self.stack.pop()
             return
         if event != "call":
+            return
+        if self.importing or frame.f_code.co_name == "<module>":
+            # A module being imported (once per process): not a step of the unit.
+            self.importing += frame.f_code.co_name == "<module>"
+            self.stack.append((frame, None))
             return
         callee = self.module(frame)
         caller = next((m for _, m in reversed(self.stack) if m is not None), None)
@@ -155,13 +165,15 @@ def main() -> int:
             with open(os.path.join(tmp, name), "w", encoding="utf-8") as f:
                 f.write(text)
         from nxc.gates.collect import Item, Unit
-        from nxc.gates.execute import Options, run_unit
+        from nxc.gates.execute import Options, run_unit, warm_up
         top = os.path.join(tmp, "top.nx")
 
         def unit():
             return Unit(top, "top.nx", [Item(id=top, path=top, display="top.nx", backend="c", kind="gate")])
         options = Options(read_results=False, record_results=False)
-        if not args.cold:
+        if args.cold:
+            warm_up()
+        else:
             [r] = run_unit(unit(), options)
             assert r.passed, r.report
             with open(os.path.join(tmp, "leaf.nx"), "w", encoding="utf-8") as f:
