@@ -156,7 +156,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         r = compile_error_result(module_result(unit, Status.COMPILE_ERROR), diags.warnings, front_end,
                                  what="warning{s} treated as errors (-W error)")
         r.kind, r.warnings, r.modules = kind, warnings, modules
-        return _with_notes([r], unit_check, options)
+        return _finished([r], unit_check, options)
 
     if unit.run_later and kind == "gate":
         t0 = time.perf_counter()
@@ -167,7 +167,7 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
             r.checked_bodies = [display_path(p) for p in unit_check.checked_order]
             r.build_seconds = time.perf_counter() - t0
             r.seconds = front_end + r.build_seconds
-            return _with_notes([r], unit_check, options)
+            return _finished([r], unit_check, options)
     results = []
     for item in unit.items:
         item.kind = kind
@@ -200,17 +200,20 @@ def run_unit(unit: Unit, options: Options) -> list[Result]:
         from nxc.incremental.keys import source_digest
         closure = {m.source.path: source_digest(m.source.text) for m in program.graph.modules}
         record_unit_passes(closure, kind, warnings, results, options)
-    return _with_notes(results, unit_check, options)
+    return _finished(results, unit_check, options)
 
 
-def _with_notes(results: list[Result], unit_check: "UnitCheck", options: Options) -> list[Result]:
+def _finished(results: list[Result], unit_check: "UnitCheck", options: Options) -> list[Result]:
     """`results`, once what the unit's check found is kept, last, in one
     visit to the incremental layer: its clean verdicts stored, its module
     index notes noted (or carried to the runner on the first result:
     Options.notes_to_runner)."""
     from nxc.incremental.index import note_modules
     from nxc.incremental.records import store_verdicts
-    store_verdicts(unit_check.verdicts)
+    try:
+        store_verdicts(unit_check.verdicts)
+    except OSError:             # a read-only or full cache: not keeping them costs the next run speed only
+        pass
     if options.notes_to_runner:
         if results:
             results[0].index_notes = unit_check.notes
@@ -291,7 +294,7 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
     if all(it.backend == "c" for it in unit.items):
         diags = Diagnostics(warnings=True)
         # Down the stages: the graph loaded, then checked, planned, built, run;
-        # what the check found is kept last (_with_notes).
+        # what the check found is kept last (_finished).
         try:
             graph = deep(load_graph)(unit.path, include, diags, options.soft_f32)     # nxc/deep.py's stack
         except RecursionError:

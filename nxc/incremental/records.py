@@ -29,9 +29,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
 from nxc.cache import (cache_dir, forget_kept, prune_due, prune_least_recent, read_keyed_json, read_sealed_json,
                        scaled_bound, write_sealed_json)
+from nxc.incremental.keys import interface_digest, source_digest, verdict_key_in_run
 
 RECORD_LISTS = ("may_unmap", "memory_free", "silent", "copied")
 MAX_RECORDS = 4096          # object and gate records kept (as many as objects: nxc/backend/c/objects.py)
