@@ -158,3 +158,30 @@ def test_the_runner_notes_what_workers_checked_and_gives_it_to_later_units(tmp_p
     assert edited["leaf"]["plan"] == "full", out
     for n in ("mid", "top"):
         assert edited[n]["plan"] == "recorded" and edited[n]["passed"], (n, edited[n]["plan_reason"], out)
+
+
+def test_a_worker_keeps_the_clean_verdicts_of_its_check_however_its_unit_ends(tmp_path, monkeypatch):
+    # A gate's worker stores what its check found when its unit is done
+    # (execute._finished), not while checking. With -W error and a warning,
+    # the unit ends on the whole check (check_file) instead: the clean
+    # verdicts the first check found are kept all the same.
+    from nxc.cache import forget_verified
+    from nxc.check.summary import check_gate
+    from nxc.diagnostics import Diagnostics
+    from nxc.gates.collect import Item, Unit
+    from nxc.gates.execute import run_unit
+    from nxc.gates.protocol import Status
+    tree = tmp_path / "t"
+    tree.mkdir()
+    write_settled(tree, {"leaf.nx": "func leaf(x: i64) -> i64 { return x + 1 }\n",
+                         "top.nx": 'import "leaf.nx"\nfunc main() -> i64 {\n    let spare: i64 = 1\n'
+                                   "    if leaf(1) != 2 { return 1 }\n    return 0\n}\n"})
+    top, leaf = str(tree / "top.nx"), os.path.realpath(tree / "leaf.nx")
+    for w_error in (False, True):
+        monkeypatch.setenv("NXC_CACHE_DIR", str(tmp_path / f"cache-{w_error}"))
+        forget_verified()
+        unit = Unit(top, top, [Item(id=top, path=top, display="top.nx", backend="c", kind="gate")])
+        [r] = run_unit(unit, Options(read_results=False, record_results=False, warnings_as_errors=w_error))
+        assert r.status == (Status.COMPILE_ERROR if w_error else Status.PASS), r.report
+        again = check_gate(top, [], Diagnostics(warnings=True))
+        assert leaf in again.reused, (w_error, again.checked, again.reused)

@@ -209,17 +209,21 @@ def _finished(results: list[Result], unit_check: "UnitCheck", options: Options) 
     index notes noted (or carried to the runner on the first result:
     Options.notes_to_runner)."""
     from nxc.incremental.index import note_modules
-    from nxc.incremental.records import store_verdicts
-    try:
-        store_verdicts(unit_check.verdicts)
-    except OSError:             # a read-only or full cache: not keeping them costs the next run speed only
-        pass
+    _keep_verdicts(unit_check.verdicts)
     if options.notes_to_runner:
         if results:
             results[0].index_notes = unit_check.notes
     elif unit_check.notes:
         note_modules(unit_check.notes)
     return results
+
+
+def _keep_verdicts(verdicts: list) -> None:
+    from nxc.incremental.records import store_verdicts
+    try:
+        store_verdicts(verdicts)
+    except OSError:             # a read-only or full cache: not keeping them costs the next run speed only
+        pass
 
 
 # The `plan` of a first round's result: the unit's objects were built, its
@@ -305,6 +309,8 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
             return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
                              found, options, found.notes, found.verdicts)
+        if found is not None:           # -W error with warnings: the whole check below says them
+            _keep_verdicts(found.verdicts)
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
     return UnitCheck(program, [d.render() for d in diags.warnings], diags,
