@@ -209,21 +209,17 @@ def _finished(results: list[Result], unit_check: "UnitCheck", options: Options) 
     index notes noted (or carried to the runner on the first result:
     Options.notes_to_runner)."""
     from nxc.incremental.index import note_modules
-    _keep_verdicts(unit_check.verdicts)
+    from nxc.incremental.records import store_verdicts
+    try:
+        store_verdicts(unit_check.verdicts)
+    except OSError:             # a read-only or full cache: not keeping them costs the next run speed only
+        pass
     if options.notes_to_runner:
         if results:
             results[0].index_notes = unit_check.notes
     elif unit_check.notes:
         note_modules(unit_check.notes)
     return results
-
-
-def _keep_verdicts(verdicts: list) -> None:
-    from nxc.incremental.records import store_verdicts
-    try:
-        store_verdicts(verdicts)
-    except OSError:             # a read-only or full cache: not keeping them costs the next run speed only
-        pass
 
 
 # The `plan` of a first round's result: the unit's objects were built, its
@@ -291,16 +287,16 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
     CompileError."""
     from nxc.check.frontend import check_file
     from nxc.check.summary import check_gate
-    from nxc.deep import deep
     from nxc.diagnostics import Diagnostics
     from nxc.syntax.loader import load_graph
     include = list(options.include)
+    found = None
     if all(it.backend == "c" for it in unit.items):
         diags = Diagnostics(warnings=True)
         # Down the stages: the graph loaded, then checked, planned, built, run;
         # what the check found is kept last (_finished).
         try:
-            graph = deep(load_graph)(unit.path, include, diags, options.soft_f32)     # nxc/deep.py's stack
+            graph = load_graph(unit.path, include, diags, options.soft_f32)
         except RecursionError:
             graph = None                # check_gate says it cannot stand for check_file, which says why
         found = check_gate(unit.path, include, diags, soft_f32=options.soft_f32, keep=False, graph=graph)
@@ -309,12 +305,13 @@ def check_unit(unit: Unit, options: Options) -> UnitCheck:
             again = lambda: final_program(found, dataclasses.replace(options, checked=True))    # noqa: E731
             return UnitCheck(program, found.warnings, diags, list(found.bodies.checked_order), emitted, again,
                              found, options, found.notes, found.verdicts)
-        if found is not None:           # -W error with warnings: the whole check below says them
-            _keep_verdicts(found.verdicts)
+    # The whole check (-W error with warnings: it says them); the clean
+    # verdicts a first check found are kept all the same (_finished).
+    verdicts = found.verdicts if found is not None else []
     diags = Diagnostics(warnings=True)
     program = check_file(unit.path, include, diags, soft_f32=options.soft_f32)
     return UnitCheck(program, [d.render() for d in diags.warnings], diags,
-                     [m.source.path for m in program.graph.modules])
+                     [m.source.path for m in program.graph.modules], verdicts=verdicts)
 
 
 def final_program(found, options: Options, emit=None, also=frozenset()) -> tuple:

@@ -154,10 +154,10 @@ class Verdicts:
     new_digests: list[str]          # the modules whose interface digest was computed here
 
 
-def verdicts_of(texts: dict[str, str], interfaces: dict[str, "str | dict"], closures: dict[str, set[str]],
+def verdicts_of(sources: dict[str, str], interfaces: dict[str, "str | dict"], closures: dict[str, set[str]],
                 soft_f32: bool, use_verdicts: bool = True) -> Verdicts:
     """The keys and clean verdicts of a checked closure's modules, from what
-    the checker declared: texts, {real path: source text} in graph order;
+    the checker declared: sources, {real path: source text} in graph order;
     interfaces, each module's interface digest where the checker kept it, else
     its interface (summary.interface_of, digested here); closures, each one's
     import closure. use_verdicts False: the keys only (nothing read)."""
@@ -168,15 +168,15 @@ def verdicts_of(texts: dict[str, str], interfaces: dict[str, "str | dict"], clos
         else:
             digests[p] = interface_digest(interface)
             new.append(p)
-    text_digests = {p: source_digest(text) for p, text in texts.items()}
-    keys = {p: verdict_key_in_run(p, text_digests[p], closures[p], digests, soft_f32) for p in texts}
+    texts = {p: source_digest(text) for p, text in sources.items()}
+    keys = {p: verdict_key_in_run(p, texts[p], closures[p], digests, soft_f32) for p in texts}
     stored = {}
     if use_verdicts:
         for p, key in keys.items():
             verdict = load_verdict(key)
             if verdict is not None:
                 stored[p] = verdict
-    return Verdicts(text_digests, digests, keys, stored, new)
+    return Verdicts(texts, digests, keys, stored, new)
 
 
 def store_verdicts(verdicts: list[tuple[str, list[str], str]]) -> None:

@@ -17,6 +17,7 @@ from nxc import __version__
 from nxc.syntax import ast
 from nxc.diagnostics import CompileError, Diagnostics, Pos, SourceFile, source_lines
 from nxc.syntax.parse import parse_source
+from nxc.deep import deep
 from nxc.cache import (cache_dir, ends_with_its_run, fetched, prune_due, prune_least_recent, scaled_bound, unseal,
                        write_sealed)
 from nxc.paths import SOFT_F32_MODULE, digest_of_files, grammar_file
@@ -279,6 +280,7 @@ def load_program(path: str, include: list[str] | None = None,
     return ModuleGraph(by_path[root_path], order, chains, edges, include=list(include or ()))
 
 
+@deep       # its first caller may be a gate's worker, before any checker's deep stack
 def load_graph(path: str, include: list[str] | None, diags: Diagnostics, soft_f32: bool = False) -> ModuleGraph:
     """The import graph of `path` as the checker sees it (with --soft-f32, the
     soft float32 module added). Raises CompileError."""
