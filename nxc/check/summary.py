@@ -428,11 +428,11 @@ def check_gate(path: str, include: list[str] | None, diags: Diagnostics, soft_f3
                              graph=graph)
     except RecursionError:
         return None
-    if keep:
+    stands = all(f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo)
+    if keep or not stands:              # stored now: no Checked carries them to a caller that keeps them
         store_verdicts(f.verdicts)
         f.verdicts = []
-    if any(not f.checker.uses.get(p, set()) <= f.closures[p] for p in f.todo):
-        store_verdicts(f.verdicts)      # no Checked carries them to the caller
+    if not stands:
         return None
     bodies = Bodies(f)
     order = [m.source.path for m in f.graph.modules]
