@@ -413,7 +413,7 @@ def bench_decode_dram(cols: int, repeats: int):
     many rows as make it four times the last-level cache (at least 1 GiB), so that every call
     streams it from memory, as a decode step of a real model does (a Qwen3-4B is 8 GB in BF16),
     against the read bandwidth of the same memory measured in the same run; bf16, f16, f32 and
-    the quantized Q8_0 and Q4_K (unchecked C, one thread, CPU time)."""
+    the quantized Q8_0, Q4_K and Q6_K (unchecked C, one thread, CPU time)."""
     llc = last_level_cache()
     size = max(1 << 30, 4 * llc)
     bw = read_bandwidth(size)
@@ -451,7 +451,7 @@ def bench_decode_dram(cols: int, repeats: int):
         row("linear", "decode from memory, quantized", f"skipped: {e}")
         return
     q = nxc.load(os.path.join(bundled_dir(), "nx_f32_qgemm.nx"), checked=False)
-    for name in ("q8_0", "q4_k"):
+    for name in ("q8_0", "q4_k", "q6_k"):       # Q4_K_M files hold Q4_K and Q6_K tensors
         t_id, qk, bb = TYPES[name]
         per_row = cols // qk * bb
         R = size // per_row // 16 * 16
