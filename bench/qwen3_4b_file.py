@@ -162,10 +162,16 @@ def main(argv=None) -> int:
     path = args.model
     if args.make:
         d = args.keep or (tmp := tempfile.mkdtemp(prefix="qwen3-4b-"))
+        try:
+            os.makedirs(d, exist_ok=True)       # --keep may name a folder not made yet
+        except OSError as e:
+            ap.error(f"--keep {d}: {e.strerror}")
         path = os.path.join(d, f"qwen3-4b-{args.make}.gguf")
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, str(ROOT / "bench" / "make_qwen3_gguf.py"), path, "--size", "4b",
-                        "--dtype", args.make], check=True)
+        if subprocess.run([sys.executable, str(ROOT / "bench" / "make_qwen3_gguf.py"), path, "--size", "4b",
+                           "--dtype", args.make]).returncode != 0:
+            print(f"qwen3_4b_file: error: writing {path} failed (make_qwen3_gguf.py said why above)", file=sys.stderr)
+            return 1
         print(f"written in {time.perf_counter() - t0:.1f} s")
     if not path:
         ap.error("give MODEL.gguf or --make TYPE")
