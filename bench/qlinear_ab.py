@@ -6,12 +6,12 @@
 
 The base file is any copy of nx_src/nx_f32_qgemm.nx (its imports resolve to the bundled
 modules); "new" is the bundled one. Both run unchecked C on the same packed weights (random
-valid blocks, tests/quant_support.py) and the same X, calls alternating (base, new), median CPU
-time of --repeats, and the output words are compared. Shapes: Qwen3-4B's (9728 x 2560, 2560 x
-9728, 4096 x 2560), or with --mib one weight of 2560 columns and as many rows as make it that
-many MiB: of 1 GiB and more (several times the last-level cache) every call streams it from
-memory, as a decode step of a real model does. On a shared machine only the ratios mean much:
-the load average is printed before and after.
+valid blocks, tests/quant_support.py) and the same X, calls taking turns (run_bench.py's
+paired_medians), median CPU time of --repeats, and the output words are compared. Shapes:
+Qwen3-4B's (9728 x 2560, 2560 x 9728, 4096 x 2560), or with --mib one weight of 2560 columns
+and as many rows as make it that many MiB: of 1 GiB and more (several times the last-level
+cache) every call streams it from memory, as a decode step of a real model does. On a shared
+machine only the ratios mean much: the load average is printed before and after.
 """
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from nxc.paths import bundled_dir
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from quant_support import TYPES, random_blocks  # noqa: E402  (tests/: the blocks the tests use)
+from run_bench import paired_medians  # noqa: E402
 
 SHAPES = [(9728, 2560), (2560, 9728), (4096, 2560)]
 
@@ -66,15 +67,9 @@ def main() -> int:
             del raw
             X = rng.standard_normal((T, C)).astype(np.float32).view(np.uint32).astype(np.int64).ravel()
             Ys = {"base": np.zeros(T * R, np.int64), "new": np.zeros(T * R, np.int64)}
-            fns = {lab: (lambda m=m, y=Ys[lab]: m.nx_qgemm(t_id, P, R, C, X, T, y))
-                   for lab, m in (("base", base), ("new", new))}
-            ts: dict[str, list[float]] = {k: [] for k in fns}
-            for _ in range(args.repeats):
-                for k, f in fns.items():
-                    t0 = time.process_time()
-                    f()
-                    ts[k].append(time.process_time() - t0)
-            med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
+            fns = [lambda m=m, y=Ys[lab]: m.nx_qgemm(t_id, P, R, C, X, T, y)
+                   for lab, m in (("base", base), ("new", new))]
+            med = dict(zip(("base", "new"), paired_medians(fns, args.repeats, clock=time.process_time)))
             same = np.array_equal(Ys["base"], Ys["new"])
             flops = 2.0 * R * C * T
             line = (f"{R}x{C} {name}: base {med['base'] * 1e3:.1f} ms, new {med['new'] * 1e3:.1f} ms; GFLOP/s "
